@@ -1,0 +1,7 @@
+"""Fused MGU sequence kernel for the tensorflow backend (not written yet)."""
+
+AVAILABLE = False
+
+
+def mgu_sequence(*args, **kwargs):
+    raise NotImplementedError("The fused MGU path is not available on the tensorflow backend yet.")

@@ -1,0 +1,60 @@
+"""Backend-specific test plumbing: gradients of a scalar function of tensors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import keras
+import numpy as np
+
+BACKEND = keras.backend.backend()
+
+
+def to_numpy(x) -> np.ndarray:
+    return keras.ops.convert_to_numpy(x)
+
+
+def value_and_grad(fn: Callable, args: Sequence) -> tuple[float, list[np.ndarray]]:
+    """Value of the scalar ``fn(*args)`` and its gradient w.r.t. every arg (as NumPy)."""
+    args = [keras.ops.convert_to_tensor(a) for a in args]
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        with tf.GradientTape() as tape:
+            for a in args:
+                tape.watch(a)
+            value = fn(*args)
+        grads = tape.gradient(value, args)
+    elif BACKEND == "jax":
+        import jax
+
+        value, grads = jax.value_and_grad(fn, argnums=tuple(range(len(args))))(*args)
+    elif BACKEND == "torch":
+        import torch
+
+        args = [a.detach().clone().requires_grad_(True) for a in args]
+        value = fn(*args)
+        grads = torch.autograd.grad(value, args, allow_unused=True)
+        grads = [torch.zeros_like(a) if g is None else g for a, g in zip(args, grads)]
+    else:  # pragma: no cover - other backends are not supported
+        raise NotImplementedError(BACKEND)
+    return float(to_numpy(value)), [to_numpy(g) for g in grads]
+
+
+def central_differences(
+    fn: Callable[..., float], args: Sequence[np.ndarray], eps: float = 1e-4
+) -> list[np.ndarray]:
+    """Central finite differences of the scalar NumPy function ``fn(*args)``."""
+    grads = []
+    for i, a in enumerate(args):
+        g = np.zeros_like(a, dtype=np.float64)
+        it = np.nditer(a, flags=["multi_index"])
+        for _ in it:
+            idx = it.multi_index
+            plus = [x.copy() for x in args]
+            minus = [x.copy() for x in args]
+            plus[i][idx] += eps
+            minus[i][idx] -= eps
+            g[idx] = (fn(*plus) - fn(*minus)) / (2 * eps)
+        grads.append(g)
+    return grads
