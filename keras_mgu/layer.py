@@ -135,7 +135,6 @@ class MGU(keras.layers.RNN):
             **kwargs,
         )
         self.implementation = implementation
-        self.input_spec = keras.layers.InputSpec(ndim=3)
         reason = self.fused_unsupported_reason()
         if implementation == "fused" and reason:
             raise ValueError(f"implementation='fused' cannot serve this layer: {reason}.")
@@ -178,7 +177,6 @@ class MGU(keras.layers.RNN):
     def build(self, sequences_shape: tuple, initial_state_shape: Any = None) -> None:
         _check_sequences_shape(sequences_shape)
         super().build(sequences_shape, initial_state_shape)
-        self.input_spec = keras.layers.InputSpec(ndim=3, axes={-1: sequences_shape[-1]})
 
     def call(
         self,
@@ -191,11 +189,12 @@ class MGU(keras.layers.RNN):
         return super().call(sequences, mask=mask, training=training, initial_state=initial_state)
 
     def inner_loop(self, sequences: Any, initial_state: Any, mask: Any, training: bool = False):
-        if not self.uses_fused_path:
-            return super().inner_loop(sequences, initial_state, mask=mask, training=training)
         h0 = initial_state[0] if isinstance(initial_state, (list, tuple)) else initial_state
         if isinstance(mask, (list, tuple)):
             mask = mask[0]
+        if not self.uses_fused_path:
+            result = super().inner_loop(sequences, initial_state, mask=mask, training=training)
+            return self._carry_state_through_leading_masked_steps(result, h0, mask)
         if training and 0.0 < self.cell.dropout < 1.0:
             step_mask = self.cell.get_dropout_mask(sequences[:, 0, :])
             sequences = sequences * ops.expand_dims(step_mask, axis=1)
@@ -213,6 +212,26 @@ class MGU(keras.layers.RNN):
             go_backwards=self.go_backwards,
         )
         return h_last, outputs, [h_last]
+
+    def _carry_state_through_leading_masked_steps(self, result: tuple, h0: Any, mask: Any):
+        """Make masked steps before the first real one emit the initial state.
+
+        Some backends' cell loops emit zeros there instead of the carried
+        state; for an MGU the output is the state, so it is the initial state.
+        """
+        if mask is None:
+            return result
+        last_output, outputs, states = result
+        mask = ops.cast(mask, "int32")
+        if self.go_backwards:
+            mask = ops.flip(mask, axis=1)
+        h0 = ops.cast(h0, last_output.dtype)
+        seen_any = ops.expand_dims(ops.any(ops.cast(mask, "bool"), axis=1), -1)
+        last_output = ops.where(seen_any, last_output, h0)
+        if self.return_sequences:
+            seen = ops.expand_dims(ops.cumsum(mask, axis=1) > 0, -1)
+            outputs = ops.where(seen, outputs, ops.expand_dims(h0, 1))
+        return last_output, outputs, states
 
     # ------------------------------------------------------------- properties
     @property

@@ -58,3 +58,42 @@ def central_differences(
             g[idx] = (fn(*plus) - fn(*minus)) / (2 * eps)
         grads.append(g)
     return grads
+
+
+def input_gradient_penalty_grads(fn: Callable, x, weights: Sequence) -> list[np.ndarray]:
+    """Gradient w.r.t. ``weights`` of ``sum((d sum(fn(x, *weights)) / dx) ** 2)``.
+
+    A second-order quantity: the loss contains an input gradient, as training
+    on derivative targets does.
+    """
+    x = keras.ops.convert_to_tensor(x)
+    weights = [keras.ops.convert_to_tensor(w) for w in weights]
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        with tf.GradientTape() as outer:
+            outer.watch(weights)
+            with tf.GradientTape() as inner:
+                inner.watch(x)
+                value = tf.reduce_sum(fn(x, *weights))
+            gx = inner.gradient(value, x)
+            penalty = tf.reduce_sum(gx**2)
+        grads = outer.gradient(penalty, weights)
+    elif BACKEND == "jax":
+        import jax
+
+        def penalty(ws):
+            gx = jax.grad(lambda x_: fn(x_, *ws).sum())(x)
+            return (gx**2).sum()
+
+        grads = jax.grad(penalty)(weights)
+    elif BACKEND == "torch":
+        import torch
+
+        x = x.detach().clone().requires_grad_(True)
+        weights = [w.detach().clone().requires_grad_(True) for w in weights]
+        (gx,) = torch.autograd.grad(fn(x, *weights).sum(), x, create_graph=True)
+        grads = torch.autograd.grad((gx**2).sum(), weights)
+    else:  # pragma: no cover
+        raise NotImplementedError(BACKEND)
+    return [to_numpy(g) for g in grads]
