@@ -44,7 +44,8 @@ _CELL_ARGS = (
 def _check_units(units: Any) -> int:
     if isinstance(units, bool) or not isinstance(units, int) or units < 1:
         raise ValueError(
-            f"`units` must be a positive integer (the size of the hidden state); received units={units!r}."
+            "`units` must be a positive integer (the size of the hidden state); "
+            f"received units={units!r}."
         )
     return units
 
