@@ -21,10 +21,10 @@ def make_data(n: int, steps: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray
     return u, y
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--epochs", type=int, default=20)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     u, y = make_data(256, 50)
     model = keras.Sequential(
         [keras.Input((None, 1)), MGU(16, return_sequences=True), keras.layers.Dense(1)]

@@ -1,0 +1,82 @@
+"""The examples run end to end in their reduced modes."""
+
+import csv
+import importlib.util
+import os
+import re
+
+import numpy as np
+import pytest
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+def load_example(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(EXAMPLES, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def reported_rmse(output: str) -> float:
+    match = re.search(r"^test RMSE: ([0-9.]+)$", output, flags=re.MULTILINE)
+    assert match, output
+    return float(match.group(1))
+
+
+def test_system_identification_compare_on_simulated_tanks(tmp_path, capsys):
+    example = load_example("system_identification")
+    argv = ["--quick", "--epochs", "1", "--compare", "--units", "4", "--out", str(tmp_path)]
+    assert example.main(argv) == 0
+    out = capsys.readouterr().out
+    rmse = reported_rmse(out)
+    assert np.isfinite(rmse) and rmse > 0
+    for kind in ("mgu", "gru", "lstm"):
+        for name in ("test_simulation", "test_residual", "training"):
+            path = tmp_path / f"{kind}_{name}.png"
+            assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert re.search(r"^\| LSTM \| \d+ \| [0-9.]+ \| [0-9.]+ \|$", out, flags=re.MULTILINE)
+
+
+def write_csv(path, u, y):
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["time", "u", "y"])
+        for i, (a, b) in enumerate(zip(u, y)):
+            writer.writerow([i, a, b])
+
+
+def test_system_identification_on_own_csv_records(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    u = rng.uniform(0, 1, 300)
+    y = np.convolve(u, np.ones(5) / 5, mode="same")
+    write_csv(tmp_path / "train.csv", u[:200], y[:200])
+    write_csv(tmp_path / "test.csv", u[200:], y[200:])
+    example = load_example("system_identification")
+    argv = ["--quick", "--epochs", "1", "--units", "4", "3", "--out", str(tmp_path / "out")]
+    argv += ["--train-csv", str(tmp_path / "train.csv"), "--test-csv", str(tmp_path / "test.csv")]
+    argv += ["--inputs", "u", "--outputs", "y"]
+    assert example.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "test 100 samples" in out
+    assert np.isfinite(reported_rmse(out))
+
+
+def test_system_identification_on_the_real_benchmark(tmp_path, capsys, shared_data_dir):
+    path = os.path.join(shared_data_dir, "cascaded_tanks", "dataBenchmark.csv")
+    if not os.path.exists(path):
+        pytest.skip("the Cascaded Tanks benchmark file is not beside this checkout")
+    example = load_example("system_identification")
+    argv = ["--quick", "--epochs", "1", "--units", "4", "--out", str(tmp_path)]
+    assert example.main(argv + ["--dataset", "cascaded-tanks", "--data-path", path]) == 0
+    out = capsys.readouterr().out
+    assert "test 1024 samples" in out
+    assert np.isfinite(reported_rmse(out))
+
+
+def test_quickstart_loss_falls(capsys):
+    load_example("quickstart").main(["--epochs", "3"])
+    out = capsys.readouterr().out
+    found = re.search(r"before training: ([0-9.]+), after: ([0-9.]+)", out)
+    before, after = map(float, found.groups())
+    assert after < before
