@@ -1,0 +1,190 @@
+"""Training curves as a PNG: per-iteration loss, validation checks, best point.
+
+Needs matplotlib (``pip install keras-mgu[plot]``). Figures are drawn on the
+Agg canvas directly, so the global matplotlib backend is left untouched.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from numbers import Integral
+from typing import Any
+
+import keras
+import numpy as np
+
+from keras_mgu.callbacks import WeightedEarlyStopping, _write_atomically
+
+_RAW_STYLE = {"color": "tab:blue", "alpha": 0.35, "linewidth": 0.8}
+_SMOOTH_STYLE = {"color": "tab:blue", "linewidth": 1.8}
+_CHECK_COLOURS = ["tab:orange", "tab:green", "tab:brown", "tab:cyan", "tab:olive", "tab:pink"]
+
+
+def _import_matplotlib() -> tuple[Any, Any]:
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as err:
+        raise ImportError(
+            "plot_training needs matplotlib; install it with `pip install keras-mgu[plot]`."
+        ) from err
+    return Figure, FigureCanvasAgg
+
+
+def moving_average(values: Any, window: int) -> np.ndarray:
+    """Trailing mean over the last ``window`` values (fewer at the start).
+
+    ``out[i] = mean(values[max(0, i - window + 1) : i + 1])``.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    return np.array([values[max(0, i - window + 1) : i + 1].mean() for i in range(len(values))])
+
+
+def _maybe_log_scale(ax: Any, *series: Any) -> None:
+    """Log y axis when all values are positive and span more than 50x."""
+    finite = np.concatenate([np.asarray(s, dtype=np.float64).ravel() for s in series] or [[]])
+    finite = finite[np.isfinite(finite)]
+    if finite.size and finite.min() > 0 and finite.max() / finite.min() > 50:
+        ax.set_yscale("log")
+
+
+def _plot_callback(fig: Any, callback: WeightedEarlyStopping, window: int) -> None:
+    if not callback.history and not callback.train_history:
+        raise ValueError("The WeightedEarlyStopping callback has no records yet; run `fit` first.")
+    ax_curves, ax_score = fig.subplots(2, 1, sharex=True)
+    train = [r for r in callback.train_history if "loss" in r]
+    series = []
+    if train:
+        it = np.array([r["iteration"] for r in train])
+        loss = np.array([r["loss"] for r in train], dtype=np.float64)
+        ax_curves.plot(it, loss, label="training loss (epoch running mean)", **_RAW_STYLE)
+        ax_curves.plot(
+            it, moving_average(loss, window), label=f"smoothed ({window})", **_SMOOTH_STYLE
+        )
+        series.append(loss)
+    checks_it = np.array([r["iteration"] for r in callback.history])
+    check_names = [n for n in callback.weights if n.startswith("val_") or not train]
+    for name, colour in zip(check_names, _CHECK_COLOURS * len(check_names), strict=False):
+        values = np.array([r[name] for r in callback.history], dtype=np.float64)
+        ax_curves.plot(checks_it, values, "o-", color=colour, markersize=3, label=name)
+        series.append(values)
+    _maybe_log_scale(ax_curves, *series)
+    ax_curves.set_ylabel("value")
+    ax_curves.set_title("Training and validation")
+    ax_curves.legend(loc="best", fontsize="small")
+
+    scores = np.array([r["score"] for r in callback.history], dtype=np.float64)
+    ax_score.plot(checks_it, scores, "o-", color="tab:purple", markersize=3, label="score")
+    _mark_best(ax_score, callback)
+    for ax in (ax_curves, ax_score):
+        ax.grid(True, alpha=0.3)
+        if callback.best_iteration is not None:
+            ax.axvline(callback.best_iteration, color="tab:red", linestyle=":", linewidth=1)
+    ax_score.set_xlabel("iteration")
+    ax_score.set_ylabel("weighted score")
+    ax_score.legend(loc="best", fontsize="small")
+
+
+def _mark_best(ax: Any, callback: WeightedEarlyStopping) -> None:
+    best = [r for r in callback.history if r["iteration"] == callback.best_iteration]
+    if best and np.isfinite(callback.best_score):
+        ax.plot(
+            [callback.best_iteration],
+            [callback.best_score],
+            "*",
+            color="tab:red",
+            markersize=14,
+            label=f"best {callback.best_score:.4g} @ {callback.best_iteration}",
+        )
+
+
+def _plot_history(fig: Any, history: Mapping[str, Any], epochs: Any) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    names = [n for n in history if not n.startswith("val_") and n != "learning_rate"]
+    names += [n[4:] for n in history if n.startswith("val_") and n[4:] not in history]
+    panels = names + (["learning_rate"] if "learning_rate" in history else [])
+    if not panels:
+        raise ValueError("The history has no metrics to plot.")
+    axes = np.atleast_1d(fig.subplots(len(panels), 1, sharex=True))
+    for ax, name in zip(axes, panels, strict=True):
+        for key, style in ((name, "-"), (f"val_{name}", "--")):
+            if key in history:
+                values = np.asarray(history[key], dtype=np.float64)
+                ax.plot(epochs[: len(values)], values, style, marker="o", markersize=3, label=key)
+        if name == "learning_rate":
+            ax.set_yscale("log")
+        ax.set_ylabel(name)
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="best", fontsize="small")
+    _mark_best_epoch(axes, panels, history, epochs)
+    axes[-1].set_xlabel("epoch")
+    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _mark_best_epoch(axes: Any, panels: list, history: Mapping[str, Any], epochs: Any) -> None:
+    """Star the lowest finite ``val_loss`` (else ``loss``) on the loss panel."""
+    best_key = "val_loss" if "val_loss" in history else "loss" if "loss" in history else None
+    if best_key is not None:
+        values = np.asarray(history[best_key], dtype=np.float64)
+        if np.isfinite(values).any():
+            i = int(np.nanargmin(np.where(np.isfinite(values), values, np.nan)))
+            ax = axes[panels.index("loss")]
+            ax.plot(
+                [epochs[i]],
+                [values[i]],
+                "*",
+                color="tab:red",
+                markersize=14,
+                label=f"best {best_key} {values[i]:.4g} @ epoch {epochs[i]}",
+            )
+            ax.legend(loc="best", fontsize="small")
+
+
+def _history_dict(obj: Any) -> tuple[dict[str, Any], np.ndarray]:
+    if isinstance(obj, keras.callbacks.History):
+        history, epochs = obj.history, getattr(obj, "epoch", None)
+    elif isinstance(obj, Mapping):
+        history, epochs = obj, None
+    else:
+        raise TypeError(
+            "plot_training takes a WeightedEarlyStopping callback, a keras History or its "
+            f"`.history` dict; got {type(obj).__name__}."
+        )
+    if not history:
+        raise ValueError("The history is empty; run `fit` first.")
+    n = max(len(v) for v in history.values())
+    epochs = np.arange(1, n + 1) if not epochs else np.asarray(epochs) + 1
+    return dict(history), epochs
+
+
+def plot_training(history_or_callback: Any, path: str | os.PathLike, window: int = 5) -> str:
+    """Draw training curves and save them as a PNG at ``path``.
+
+    From a :class:`~keras_mgu.callbacks.WeightedEarlyStopping` callback: the
+    training loss per iteration, raw and as a trailing mean over ``window``
+    iterations, the validation values of each check, and the weighted score
+    of each check with the best one marked. From a ``keras.callbacks.History``
+    (or its ``.history`` dict): one panel per metric with training and
+    validation curves per epoch, the learning rate if logged, and the best
+    ``val_loss`` (else ``loss``) marked.
+
+    The file is written to a temporary file in the same folder and renamed
+    over ``path``. Returns ``path``.
+    """
+    path = os.fspath(path)
+    if not path.lower().endswith(".png"):
+        raise ValueError(f"`path` must end in '.png'; got '{path}'.")
+    if isinstance(window, bool) or not isinstance(window, Integral) or window < 1:
+        raise ValueError(f"`window` must be an int >= 1; got {window!r}.")
+    figure_cls, canvas_cls = _import_matplotlib()
+    fig = figure_cls(figsize=(8, 6), layout="constrained")
+    canvas_cls(fig)
+    if isinstance(history_or_callback, WeightedEarlyStopping):
+        _plot_callback(fig, history_or_callback, int(window))
+    else:
+        history, epochs = _history_dict(history_or_callback)
+        _plot_history(fig, history, epochs)
+    _write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+    return path

@@ -1,0 +1,116 @@
+"""plot_training: PNG files from WeightedEarlyStopping and keras History objects."""
+
+import os
+import struct
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_mgu.callbacks import LearningRateDecayPoints, WeightedEarlyStopping
+from keras_mgu.plotting import moving_average, plot_training
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _png_size(path):
+    """(width, height) from the IHDR chunk of a PNG file."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == PNG_MAGIC and head[12:16] == b"IHDR"
+    return struct.unpack(">II", head[16:24])
+
+
+def _assert_drawn_png(path):
+    assert os.path.getsize(path) > 10_000
+    assert _png_size(path) == (800, 600)
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(path)
+    # Not a blank canvas: many distinct colours (curves, markers, text).
+    colours = np.unique(pixels.reshape(-1, pixels.shape[-1]).round(2), axis=0)
+    assert len(colours) > 20
+
+
+@pytest.fixture
+def trained(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(32, 3, 2)).astype("float32")
+    y = x.sum(axis=(1, 2))[:, None].astype("float32") * 0.3
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input((3, 2)), keras.layers.GRU(3), keras.layers.Dense(1)])
+    model.compile(
+        keras.optimizers.Adam(2e-2),
+        "mse",
+        metrics=[keras.metrics.RootMeanSquaredError(name="rmse")],
+    )
+    es = WeightedEarlyStopping(
+        {"val_rmse": 1.0, "loss": 0.1}, validation_data=(x[:8], y[:8]), validation_frequency=3
+    )
+    history = model.fit(
+        x,
+        y,
+        batch_size=4,
+        epochs=4,
+        validation_data=(x[:8], y[:8]),
+        verbose=0,
+        callbacks=[LearningRateDecayPoints((0.5,)), es],
+    )
+    return es, history
+
+
+def test_moving_average_matches_direct_means():
+    values = np.array([4.0, 2.0, 6.0, 1.0, 3.0, 5.0])
+    expected = [np.mean(values[max(0, i - 2) : i + 1]) for i in range(len(values))]
+    np.testing.assert_allclose(moving_average(values, 3), expected)
+    np.testing.assert_allclose(moving_average(values, 1), values)
+
+
+def test_plots_from_callback_and_history(trained, tmp_path):
+    es, history = trained
+    assert len(es.history) == 11 and len(es.train_history) == 32
+    out = plot_training(es, tmp_path / "checks.png", window=5)
+    assert out == str(tmp_path / "checks.png")
+    _assert_drawn_png(out)
+    for source, name in ((history, "history.png"), (history.history, "dict.png")):
+        _assert_drawn_png(plot_training(source, tmp_path / name))
+    assert sorted(os.listdir(tmp_path)) == ["checks.png", "dict.png", "history.png"]
+
+
+def test_plot_replaces_an_existing_file(tmp_path):
+    path = tmp_path / "curves.png"
+    path.write_bytes(b"old")
+    history = {"loss": [1.0, 0.5, 0.4], "val_loss": [1.2, 0.7, float("nan")]}
+    plot_training(history, path)
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    assert os.listdir(tmp_path) == ["curves.png"]
+
+
+def test_plot_of_a_run_without_a_finite_best(tmp_path):
+    es = WeightedEarlyStopping({"loss": 1.0}, validation_frequency=1)
+    es.history = [{"iteration": i, "epoch": 1, "score": np.nan, "loss": np.nan} for i in (1, 2)]
+    es.train_history = [{"iteration": i, "epoch": 1, "loss": np.nan} for i in (1, 2)]
+    assert plot_training(es, tmp_path / "nan.png") == str(tmp_path / "nan.png")
+    assert (tmp_path / "nan.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_bad_plot_arguments(tmp_path):
+    history = {"loss": [1.0, 0.5]}
+    with pytest.raises(ValueError, match="'.png'"):
+        plot_training(history, tmp_path / "curves.pdf")
+    with pytest.raises(ValueError, match="window"):
+        plot_training(history, tmp_path / "curves.png", window=0)
+    with pytest.raises(TypeError, match="WeightedEarlyStopping"):
+        plot_training([1.0, 0.5], tmp_path / "curves.png")
+    with pytest.raises(ValueError, match="run `fit` first"):
+        plot_training(WeightedEarlyStopping({"loss": 1.0}), tmp_path / "curves.png")
+    with pytest.raises(ValueError, match="empty"):
+        plot_training({}, tmp_path / "curves.png")
+    assert os.listdir(tmp_path) == []
+
+
+def test_missing_matplotlib_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    with pytest.raises(ImportError, match=r"pip install keras-mgu\[plot\]"):
+        plot_training({"loss": [1.0]}, tmp_path / "curves.png")
