@@ -1,7 +1,282 @@
-"""Fused MGU sequence kernel for the tensorflow backend (not written yet)."""
+"""Fused MGU sequence kernel for the TensorFlow backend.
 
-AVAILABLE = False
+The input projection ``x W + b`` of all steps is one matmul outside the time
+loop; the loop then only carries the two recurrent matmuls per step::
+
+    f_t = recurrent_activation(xw_f[t] + h_{t-1} U_f)
+    c_t = activation(xw_c[t] + (f_t * h_{t-1}) U_c)
+    h_t = h_{t-1} + m_t f_t (c_t - h_{t-1})
+
+where ``m_t`` is 1 for a real step and 0 for a masked one (the state is then
+carried forward unchanged). Both time loops (forward and backward through
+time) are XLA-compiled ``tf.while_loop`` s, which removes most of the per-op
+overhead of small recurrent steps on CPU.
+
+The backward pass through time is hand-written (``tf.custom_gradient``): it
+needs only the emitted states ``h``; the gate values ``f`` and ``c`` of all
+steps are recomputed from them with two large matmuls outside the loop, and
+the loop carries ``dL/dh`` with two small matmuls per step::
+
+    dz_c = dh m f act'(c)                   dfh = dz_c U_c^T
+    dz_f = (dh m (c - h_{t-1}) + dfh h_{t-1}) ract'(f)
+    dh_{t-1} = dh (1 - m f) + dfh f + dz_f U_f^T
+
+The weight gradients are then single matmuls over all steps. The backward
+function is written in differentiable TensorFlow ops and reads the states
+from the op's own output, so gradients of gradients are exact too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import tensorflow as tf
+
+AVAILABLE = True
+
+#: name -> (function, derivative expressed through the function's output y).
+_ACTIVATIONS: dict[str, tuple[Callable, Callable]] = {
+    "tanh": (tf.tanh, lambda y: 1.0 - y * y),
+    "sigmoid": (tf.sigmoid, lambda y: y * (1.0 - y)),
+}
+
+_LOW_PRECISION = (tf.float16, tf.bfloat16)
 
 
-def mgu_sequence(*args, **kwargs):
-    raise NotImplementedError("The fused MGU path is not available on the tensorflow backend yet.")
+def mgu_sequence(
+    inputs: tf.Tensor,
+    initial_state: tf.Tensor,
+    kernel: tf.Tensor,
+    recurrent_kernel: tf.Tensor,
+    bias: tf.Tensor | None,
+    mask: tf.Tensor | None,
+    *,
+    activation: str = "tanh",
+    recurrent_activation: str = "sigmoid",
+    go_backwards: bool = False,
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """Run the MGU over ``(B, T, D)`` sequences with a fused loop and backward.
+
+    Args:
+        inputs: ``(B, T, D)`` floating tensor.
+        initial_state: ``(B, H)``, or None for zeros.
+        kernel: ``W``, ``(D, 2H)``; recurrent_kernel: ``U``, ``(H, 2H)``;
+            bias: ``b``, ``(2H,)`` or None. Forget-gate columns first.
+        mask: ``(B, T)`` booleans (True where a step is real) or None.
+        activation: Candidate activation, ``"tanh"`` or ``"sigmoid"``.
+        recurrent_activation: Forget-gate activation, ``"tanh"`` or ``"sigmoid"``.
+        go_backwards: Process the steps from last to first.
+
+    Returns:
+        ``(outputs, final_state)``: ``(B, T, H)`` in processing order (reversed
+        time when ``go_backwards``) and ``(B, H)``, in the dtype of ``inputs``;
+        float16/bfloat16 inputs are computed in float32.
+    """
+    activations = (
+        _activation("activation", activation),
+        _activation("recurrent_activation", recurrent_activation),
+    )
+    inputs = tf.convert_to_tensor(inputs)
+    dtype = inputs.dtype
+    if not dtype.is_floating:
+        raise TypeError(f"`inputs` must be a floating tensor; received dtype {dtype.name}.")
+    compute_dtype = tf.float32 if dtype in _LOW_PRECISION else dtype
+    x, h0, w, u, b = (
+        None if t is None else tf.cast(tf.convert_to_tensor(t), compute_dtype)
+        for t in (inputs, initial_state, kernel, recurrent_kernel, bias)
+    )
+    if mask is not None:
+        mask = tf.convert_to_tensor(mask)
+        if mask.dtype != tf.bool:
+            raise TypeError(f"`mask` must be a boolean tensor; received dtype {mask.dtype.name}.")
+    _check_shapes(x, h0, w, u, b, mask)
+    if h0 is None:
+        h0 = tf.zeros(tf.stack([tf.shape(x)[0], u.shape[0]]), compute_dtype)
+
+    # Time-major input projection of all steps in one matmul: (T, B, 2H).
+    xw = tf.tensordot(tf.transpose(x, [1, 0, 2]), w, axes=1)
+    if b is not None:
+        xw = xw + b
+    m = None
+    if mask is not None:
+        m = tf.cast(tf.transpose(mask), compute_dtype)[..., None]  # (T, B, 1)
+    if go_backwards:
+        xw = tf.reverse(xw, [0])
+        m = None if m is None else tf.reverse(m, [0])
+
+    h_seq = _recurrence(xw, h0, u, m, activations)
+    outputs = tf.cast(tf.transpose(h_seq, [1, 0, 2]), dtype)
+    return outputs, outputs[:, -1]
+
+
+def _activation(arg: str, name: str) -> tuple[Callable, Callable]:
+    if not isinstance(name, str) or name not in _ACTIVATIONS:
+        raise ValueError(
+            f"`{arg}` must be one of {tuple(_ACTIVATIONS)} for the fused MGU kernel; "
+            f"received {arg}={name!r}."
+        )
+    return _ACTIVATIONS[name]
+
+
+def _check_shapes(x, h0, w, u, b, mask) -> None:
+    """Static shape checks (unknown dimensions are let through)."""
+    if x.shape.rank != 3:
+        raise ValueError(f"`inputs` must have shape (batch, steps, features); got {x.shape}.")
+    if u.shape.rank != 2 or u.shape[0] is None or u.shape[1] != 2 * u.shape[0]:
+        raise ValueError(f"`recurrent_kernel` must have shape (H, 2H); got {u.shape}.")
+    units = u.shape[0]
+    expected = {
+        "initial_state": (h0, [x.shape[0], units]),
+        "kernel": (w, [x.shape[-1], 2 * units]),
+        "bias": (b, [2 * units]),
+        "mask": (mask, x.shape[:2]),
+    }
+    for arg, (t, shape) in expected.items():
+        if t is not None and not tf.TensorShape(t.shape).is_compatible_with(shape):
+            raise ValueError(
+                f"`{arg}` must have shape {tuple(shape)} for inputs of shape {x.shape} and "
+                f"recurrent_kernel of shape {u.shape}; got {tuple(t.shape)}."
+            )
+    if x.shape[1] == 0:
+        raise ValueError(f"`inputs` needs at least one time step; got shape {x.shape}.")
+
+
+def _recurrence(xw, h0, u, m, activations) -> tf.Tensor:
+    """The MGU time loop ``(T, B, 2H) -> (T, B, H)`` with the hand-written backward."""
+    own_output = []
+
+    @tf.custom_gradient
+    def recurrence(xw, h0, u):
+        forward = _loop_function(_forward, activations, m is not None, jit_compile=True)
+        h_seq = forward(*(tf.stop_gradient(t) for t in (xw, h0, u)), m)
+
+        def grad(dh_seq):
+            # The states are read from the op's own output so that a second
+            # differentiation of this function goes through this op again.
+            return _backward_through_time(dh_seq, own_output[0], xw, h0, u, m, activations)
+
+        return h_seq, grad
+
+    h_seq = recurrence(xw, h0, u)
+    own_output.append(h_seq)
+    return h_seq
+
+
+def _backward_through_time(dh_seq, h_seq, xw, h0, u, m, activations):
+    """``(dxw, dh0, du)``: the XLA-compiled backward, differentiable via its plain twin.
+
+    XLA functions holding a ``tf.while_loop`` cannot be differentiated from
+    outside (their loop accumulators cannot leave the compiled cluster), so
+    gradients of this function are taken through the same code run without XLA.
+    """
+    masked = m is not None
+
+    @tf.custom_gradient
+    def backward(dh_seq, h_seq, xw, h0, u):
+        fast = _loop_function(_backward, activations, masked, jit_compile=True)
+        grads = fast(*(tf.stop_gradient(t) for t in (dh_seq, h_seq, xw, h0, u)), m)
+
+        def grad(*cotangents):
+            args = (dh_seq, h_seq, xw, h0, u)
+            with tf.GradientTape() as tape:
+                tape.watch(args)
+                if tf.executing_eagerly():
+                    plain = _loop_function(_backward, activations, masked, jit_compile=False)
+                    out = plain(*args, m)
+                else:
+                    # Built inline so that the loop's gradient is built for the
+                    # enclosing (possibly XLA) context.
+                    out = _backward(*args, m, activations=activations)
+            cotangents = [tf.zeros_like(o) if c is None else c for o, c in zip(out, cotangents)]
+            return tape.gradient(out, args, output_gradients=cotangents)
+
+        return grads, grad
+
+    return backward(dh_seq, h_seq, xw, h0, u)
+
+
+_LOOP_FUNCTIONS: dict = {}
+
+
+def _loop_function(body: Callable, activations, masked: bool, jit_compile: bool) -> Callable:
+    """``body`` specialised to the activations, as a cached ``tf.function``."""
+    key = (body, activations, masked, jit_compile)
+    if key not in _LOOP_FUNCTIONS:
+
+        def loop(*args):
+            return body(*args, activations=activations)
+
+        # No shape relaxation: the loops rely on static numbers of units (and
+        # of steps under XLA when the gradient of the loop is taken).
+        _LOOP_FUNCTIONS[key] = tf.function(loop, jit_compile=jit_compile, autograph=False)
+    return _LOOP_FUNCTIONS[key]
+
+
+def _forward(xw, h0, u, m, *, activations):
+    """States ``(T, B, H)`` of the recurrence over the projected inputs ``xw``."""
+    (act, _), (ract, _) = activations
+    units = u.shape[0]
+    u_f, u_c = u[:, :units], u[:, units:]
+    xw_f, xw_c = _unstack(xw[..., :units]), _unstack(xw[..., units:])
+    m = None if m is None else _unstack(m)
+    steps = _steps(xw)
+    out = tf.TensorArray(h0.dtype, size=steps, element_shape=h0.shape)
+
+    def body(t, h, out):
+        f = ract(xw_f.read(t) + tf.matmul(h, u_f))
+        c = act(xw_c.read(t) + tf.matmul(f * h, u_c))
+        g = f if m is None else f * m.read(t)
+        h = h + g * (c - h)
+        return t + 1, h, out.write(t, h)
+
+    _, _, out = tf.while_loop(lambda t, *_: t < steps, body, (0, h0, out), maximum_iterations=steps)
+    return out.stack()
+
+
+def _backward(dh_seq, h_seq, xw, h0, u, m, *, activations):
+    """Gradients ``(dxw, dh0, du)`` of the recurrence for output gradients ``dh_seq``."""
+    (act, act_grad), (ract, ract_grad) = activations
+    units = u.shape[0]
+    u_f, u_c = u[:, :units], u[:, units:]
+    h_prev = tf.concat([h0[None], h_seq[:-1]], axis=0)
+    # Gates of all steps, recomputed in parallel from the states.
+    f = ract(xw[..., :units] + tf.tensordot(h_prev, u_f, axes=1))
+    fh = f * h_prev
+    c = act(xw[..., units:] + tf.tensordot(fh, u_c, axes=1))
+    dh_ta, h_ta, f_ta, c_ta = (_unstack(t) for t in (dh_seq, h_prev, f, c))
+    m_ta = None if m is None else _unstack(m)
+    u_f_t, u_c_t = tf.transpose(u_f), tf.transpose(u_c)
+    steps = _steps(xw)
+    dz_f_ta = tf.TensorArray(xw.dtype, size=steps, element_shape=h0.shape)
+    dz_c_ta = tf.TensorArray(xw.dtype, size=steps, element_shape=h0.shape)
+
+    def body(t, dh, dz_f_ta, dz_c_ta):
+        h_t, f_t, c_t = h_ta.read(t), f_ta.read(t), c_ta.read(t)
+        dh = dh + dh_ta.read(t)
+        dh_m = dh if m_ta is None else dh * m_ta.read(t)
+        dz_c = dh_m * f_t * act_grad(c_t)
+        dfh = tf.matmul(dz_c, u_c_t)
+        dz_f = (dh_m * (c_t - h_t) + dfh * h_t) * ract_grad(f_t)
+        dh = dh - dh_m * f_t + dfh * f_t + tf.matmul(dz_f, u_f_t)
+        return t - 1, dh, dz_f_ta.write(t, dz_f), dz_c_ta.write(t, dz_c)
+
+    _, dh0, dz_f_ta, dz_c_ta = tf.while_loop(
+        lambda t, *_: t >= 0,
+        body,
+        (steps - 1, tf.zeros_like(h0), dz_f_ta, dz_c_ta),
+        maximum_iterations=steps,
+    )
+    dz_f, dz_c = dz_f_ta.stack(), dz_c_ta.stack()
+    du_f = tf.matmul(tf.reshape(h_prev, [-1, units]), tf.reshape(dz_f, [-1, units]), True)
+    du_c = tf.matmul(tf.reshape(fh, [-1, units]), tf.reshape(dz_c, [-1, units]), True)
+    return tf.concat([dz_f, dz_c], axis=-1), dh0, tf.concat([du_f, du_c], axis=-1)
+
+
+def _unstack(seq: tf.Tensor) -> tf.TensorArray:
+    """A TensorArray over the leading (time) axis of ``seq``."""
+    return tf.TensorArray(seq.dtype, size=_steps(seq), element_shape=seq.shape[1:]).unstack(seq)
+
+
+def _steps(seq: tf.Tensor):
+    """The length of the leading axis: a Python int when static (XLA needs it), else a tensor."""
+    return seq.shape[0] if seq.shape[0] is not None else tf.shape(seq)[0]
