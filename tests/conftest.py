@@ -12,7 +12,7 @@ def pytest_report_header(config):
 @pytest.fixture(autouse=True)
 def _fresh_keras_state():
     """Each test starts from a clean Keras session and the float32 policy."""
-    keras.backend.clear_session()
+    keras.backend.clear_session(free_memory=False)
     keras.config.set_dtype_policy("float32")
     np.random.seed(0)
     yield

@@ -28,12 +28,6 @@ from keras_mgu.datasets import (
 # --------------------------------------------------------------------------- helpers
 
 
-@pytest.fixture(autouse=True)
-def _fresh_keras_state():
-    """These tests hold no Keras state: skip the per-test session reset of conftest.py."""
-    yield
-
-
 def _write(path, text: str) -> str:
     with open(path, "w", newline="") as f:
         f.write(text)
