@@ -80,3 +80,12 @@ def test_quickstart_loss_falls(capsys):
     found = re.search(r"before training: ([0-9.]+), after: ([0-9.]+)", out)
     before, after = map(float, found.groups())
     assert after < before
+
+
+def test_derivative_targets_example_learns(tmp_path):
+    results = load_example("derivative_targets").main(
+        ["--quick", "--epochs", "4", "--out", str(tmp_path)]
+    )
+    assert results["loss_last"] < results["loss_first"]
+    assert np.isfinite(results["rmse_total"]) and np.isfinite(results["rmse_head_only"])
+    assert (tmp_path / "derivative_targets.png").read_bytes()[:4] == b"\x89PNG"
