@@ -186,6 +186,9 @@ class MGU(keras.layers.RNN):
         training: bool = False,
     ) -> Any:
         _check_sequences_shape(sequences.shape, built_features=self.cell.kernel.shape[0])
+        if mask is not None and not isinstance(mask, (list, tuple)):
+            mask = ops.convert_to_tensor(mask)
+            _check_mask_shape(mask.shape, sequences.shape)
         return super().call(sequences, mask=mask, training=training, initial_state=initial_state)
 
     def inner_loop(self, sequences: Any, initial_state: Any, mask: Any, training: bool = False):
@@ -329,4 +332,16 @@ def _check_sequences_shape(shape: Any, built_features: int | None = None) -> Non
         raise ValueError(
             f"MGU was built for {built_features} input features but received "
             f"{shape[-1]} (input shape {shape})."
+        )
+
+
+def _check_mask_shape(mask_shape: Any, sequences_shape: Any) -> None:
+    mask_shape, sequences_shape = tuple(mask_shape), tuple(sequences_shape)
+    expected = sequences_shape[:2]
+    if len(mask_shape) != 2 or any(
+        m is not None and s is not None and m != s for m, s in zip(mask_shape, expected)
+    ):
+        raise ValueError(
+            f"MGU expects a mask of shape (batch, steps) = {expected}; received a mask of "
+            f"shape {mask_shape}."
         )

@@ -36,6 +36,7 @@ def value_and_grad(fn: Callable, args: Sequence) -> tuple[float, list[np.ndarray
         value = fn(*args)
         grads = torch.autograd.grad(value, args, allow_unused=True)
         grads = [torch.zeros_like(a) if g is None else g for a, g in zip(args, grads)]
+        value = value.detach()
     else:  # pragma: no cover - other backends are not supported
         raise NotImplementedError(BACKEND)
     return float(to_numpy(value)), [to_numpy(g) for g in grads]

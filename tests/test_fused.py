@@ -73,7 +73,7 @@ def test_gradients_match(rng, with_mask, go_backwards):
 
         def loss(x_, h0_, *ws):
             seq, last = layer.stateless_call(list(ws), frozen, x_, initial_state=h0_, mask=mask)[0]
-            return keras.ops.sum(seq * probe) + keras.ops.sum(last**2)
+            return keras.ops.sum(seq * keras.ops.convert_to_tensor(probe)) + keras.ops.sum(last**2)
 
         return loss
 

@@ -137,7 +137,7 @@ def test_gradients_match_finite_differences(rng, implementation):
 
     def loss(x_, w_, u_, b_):
         out = layer.stateless_call([w_, u_, b_], frozen, x_)[0]
-        return keras.ops.sum((out - target) ** 2)
+        return keras.ops.sum((out - keras.ops.convert_to_tensor(target)) ** 2)
 
     _, grads = value_and_grad(loss, [x, *weights])
 
