@@ -107,9 +107,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--epochs", type=int, default=None)
     parser.add_argument("--out", default=os.path.join("outputs", "derivative_targets"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sequences", type=int, default=None, help="training sequences")
+    parser.add_argument("--steps", type=int, default=None, help="time steps per sequence")
     args = parser.parse_args(argv)
 
     n, steps, epochs = (1000, 100, 40) if not args.quick else (200, 40, 25)
+    n = args.sequences or n
+    steps = args.steps or steps
     epochs = args.epochs if args.epochs is not None else epochs
     keras.utils.set_random_seed(args.seed)
     rng = np.random.default_rng(args.seed)

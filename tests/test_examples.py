@@ -84,7 +84,7 @@ def test_quickstart_loss_falls(capsys):
 
 def test_derivative_targets_example_learns(tmp_path):
     results = load_example("derivative_targets").main(
-        ["--quick", "--epochs", "4", "--out", str(tmp_path)]
+        ["--quick", "--epochs", "4", "--sequences", "64", "--steps", "20", "--out", str(tmp_path)]
     )
     assert results["loss_last"] < results["loss_first"]
     assert np.isfinite(results["rmse_total"]) and np.isfinite(results["rmse_head_only"])

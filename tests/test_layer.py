@@ -239,6 +239,7 @@ def test_mixed_precision_policies(rng):
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_small_model_learns(rng, implementation):
     """A toy task: output the running mean of the input; loss falls 10x."""
+    keras.utils.set_random_seed(0)
     x = rng.uniform(-1, 1, (32, 8, 1)).astype("float32")
     y = np.cumsum(x, axis=1) / np.arange(1, 9)[None, :, None]
     model = keras.Sequential(
@@ -250,7 +251,7 @@ def test_small_model_learns(rng, implementation):
     )
     model.compile(keras.optimizers.Adam(0.05), "mse")
     first = model.evaluate(x, y, verbose=0)
-    model.fit(x, y, epochs=40, batch_size=32, verbose=0)
+    model.fit(x, y, epochs=80, batch_size=32, verbose=0)
     assert model.evaluate(x, y, verbose=0) < first / 10
 
 
