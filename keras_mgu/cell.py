@@ -139,6 +139,11 @@ class MGUCell(keras.layers.Layer, DropoutRNNCell):
         self.seed_generator = keras.random.SeedGenerator(seed=seed)
         self.state_size = self.units
         self.output_size = self.units
+        if not keras.backend.is_float_dtype(self.dtype_policy.variable_dtype):
+            raise ValueError(
+                "MGU needs a floating dtype policy (e.g. 'float32', 'mixed_float16'); "
+                f"received dtype={self.dtype_policy.name!r}."
+            )
 
     def build(self, input_shape: tuple) -> None:
         if len(input_shape) != 2:

@@ -186,10 +186,25 @@ class MGU(keras.layers.RNN):
         training: bool = False,
     ) -> Any:
         _check_sequences_shape(sequences.shape, built_features=self.cell.kernel.shape[0])
+        sequences = self._as_real_floats(sequences)
         if mask is not None and not isinstance(mask, (list, tuple)):
             mask = ops.convert_to_tensor(mask)
             _check_mask_shape(mask.shape, sequences.shape)
+        if initial_state is not None:
+            _check_initial_state(initial_state, sequences.shape, self.units)
         return super().call(sequences, mask=mask, training=training, initial_state=initial_state)
+
+    def _as_real_floats(self, sequences: Any) -> Any:
+        """Integer and boolean inputs are cast to the compute dtype; complex ones refused."""
+        dtype = keras.backend.standardize_dtype(sequences.dtype)
+        if "complex" in dtype:
+            raise TypeError(
+                f"MGU expects real inputs (floating, integer or bool); received dtype {dtype}. "
+                "It computes with floating values."
+            )
+        if not keras.backend.is_float_dtype(dtype):
+            sequences = ops.cast(sequences, self.compute_dtype)
+        return sequences
 
     def inner_loop(self, sequences: Any, initial_state: Any, mask: Any, training: bool = False):
         h0 = initial_state[0] if isinstance(initial_state, (list, tuple)) else initial_state
@@ -344,4 +359,23 @@ def _check_mask_shape(mask_shape: Any, sequences_shape: Any) -> None:
         raise ValueError(
             f"MGU expects a mask of shape (batch, steps) = {expected}; received a mask of "
             f"shape {mask_shape}."
+        )
+
+
+def _check_initial_state(initial_state: Any, sequences_shape: Any, units: int) -> None:
+    states = initial_state if isinstance(initial_state, (list, tuple)) else [initial_state]
+    batch = tuple(sequences_shape)[0]
+    expected = (batch, units)
+    if len(states) != 1:
+        raise ValueError(
+            f"MGU has one state; `initial_state` must be one tensor of shape (batch, units) = "
+            f"{expected}; received {len(states)} tensors."
+        )
+    shape = tuple(ops.shape(states[0]))
+    if len(shape) != 2 or shape[-1] != units or (
+        batch is not None and shape[0] is not None and shape[0] != batch
+    ):
+        raise ValueError(
+            f"`initial_state` must have shape (batch, units) = {expected}; received a state of "
+            f"shape {shape}."
         )

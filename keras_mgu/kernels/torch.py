@@ -291,6 +291,9 @@ def mgu_sequence(
     inputs, initial_state, kernel, recurrent_kernel = (
         v.to(dtype) for v in (inputs, initial_state, kernel, recurrent_kernel)
     )
+    # The caller may update the state variable in place (stateful layers) before the
+    # backward pass runs: keep a private copy.
+    initial_state = initial_state.clone()
     if bias is not None:
         bias = bias.to(dtype)
     if go_backwards:
@@ -298,7 +301,7 @@ def mgu_sequence(
         mask = None if mask is None else mask.flip(1)
     batch, steps, _ = inputs.shape
     units = recurrent_kernel.shape[0]
-    x_time_major = inputs.transpose(0, 1).reshape(steps * batch, -1)
+    x_time_major = inputs.transpose(0, 1).reshape(steps * batch, inputs.shape[-1])
     projected = x_time_major @ kernel if bias is None else torch.addmm(bias, x_time_major, kernel)
     x2 = projected.view(steps, batch, 2, units).permute(2, 0, 1, 3).contiguous()
     step_mask = None
