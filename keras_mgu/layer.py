@@ -168,10 +168,10 @@ class MGU(keras.layers.RNN):
         if self.implementation == "fused":
             return True
         try:
-            kernels.backend_module()
+            module = kernels.backend_module()
         except (NotImplementedError, ImportError):
             return False
-        return getattr(kernels.backend_module(), "AVAILABLE", True)
+        return bool(getattr(module, "AVAILABLE", False))
 
     # ------------------------------------------------------------------ build
     def build(self, sequences_shape: tuple, initial_state_shape: Any = None) -> None:
