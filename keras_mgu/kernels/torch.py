@@ -287,6 +287,13 @@ def mgu_sequence(
     _check_activations(activation, recurrent_activation)
     _check_shapes(inputs, initial_state, kernel, recurrent_kernel, bias, mask)
     out_dtype = inputs.dtype
+    if inputs.device.type == "meta":
+        # Shape inference (Keras traces layers with meta tensors): no loop to run.
+        batch, steps, units = inputs.shape[0], inputs.shape[1], recurrent_kernel.shape[0]
+        return (
+            inputs.new_empty((batch, steps, units), dtype=out_dtype),
+            inputs.new_empty((batch, units), dtype=out_dtype),
+        )
     dtype = torch.float32 if out_dtype in _REDUCED_PRECISION else out_dtype
     inputs, initial_state, kernel, recurrent_kernel = (
         v.to(dtype) for v in (inputs, initial_state, kernel, recurrent_kernel)

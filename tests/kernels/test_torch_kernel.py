@@ -250,3 +250,18 @@ def test_bad_arguments_raise(rng):
         fused(x.long(), h0, w, u, b)
     with pytest.raises(TypeError, match="torch.Tensor"):
         fused(x.numpy(), h0, w, u, b)
+
+
+def test_meta_tensors_give_shapes_without_running_the_loop():
+    """Keras infers output shapes with meta tensors; the kernel answers them directly."""
+    meta = {"device": "meta"}
+    out, state = torch_kernel.mgu_sequence(
+        torch.empty(2, 100_000, 3, **meta),
+        torch.empty(2, 5, **meta),
+        torch.empty(3, 10, **meta),
+        torch.empty(5, 10, **meta),
+        torch.empty(10, **meta),
+        None,
+    )
+    assert out.shape == (2, 100_000, 5) and state.shape == (2, 5)
+    assert out.device.type == "meta" and out.dtype == torch.float32
