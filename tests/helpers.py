@@ -6,8 +6,23 @@ from collections.abc import Callable, Sequence
 
 import keras
 import numpy as np
+import pytest
+
+from keras_mgu import MGU
 
 BACKEND = keras.backend.backend()
+
+#: Whether the active backend has a fused kernel (``implementation="auto"`` uses it).
+FUSED_LIVE = MGU(4).uses_fused_path
+
+#: Both paths as a parametrize list, "fused" skipped where the backend has no kernel.
+CELL_AND_FUSED = [
+    "cell",
+    pytest.param(
+        "fused",
+        marks=pytest.mark.skipif(not FUSED_LIVE, reason="no fused kernel on this backend"),
+    ),
+]
 
 
 def to_numpy(x) -> np.ndarray:

@@ -17,16 +17,9 @@ from hypothesis import strategies as st
 from keras_mgu import MGU
 from keras_mgu.kernels import reference
 from keras_mgu.layer import IMPLEMENTATIONS as ALL_IMPLEMENTATIONS
-from tests.helpers import BACKEND, to_numpy
+from tests.helpers import BACKEND, CELL_AND_FUSED, to_numpy
 
-FUSED_LIVE = MGU(4).uses_fused_path
-IMPLEMENTATIONS = [
-    "cell",
-    pytest.param(
-        "fused",
-        marks=pytest.mark.skipif(not FUSED_LIVE, reason="no fused kernel on this backend yet"),
-    ),
-]
+IMPLEMENTATIONS = CELL_AND_FUSED
 FEW = settings(
     max_examples=10,
     deadline=None,
@@ -223,18 +216,7 @@ def test_valid_combinations_run_and_match_reference(implementation, case):
     np.testing.assert_allclose(as64(state), ref_state, atol=ATOL[compute])
 
 
-@pytest.mark.parametrize(
-    "implementation",
-    [
-        "cell",
-        pytest.param(
-            "fused",
-            marks=[
-                pytest.mark.skipif(not FUSED_LIVE, reason="no fused kernel on this backend yet"),
-            ],
-        ),
-    ],
-)
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @pytest.mark.parametrize("dtype", ["int32", "uint8", "bool"])
 def test_integer_inputs_are_cast_to_the_compute_dtype(implementation, dtype):
     rng = np.random.default_rng(0)
@@ -258,18 +240,7 @@ def test_complex_inputs_raise_type_error(implementation):
         MGU(2, implementation=implementation)(x)
 
 
-@pytest.mark.parametrize(
-    "implementation",
-    [
-        "cell",
-        pytest.param(
-            "fused",
-            marks=[
-                pytest.mark.skipif(not FUSED_LIVE, reason="no fused kernel on this backend yet"),
-            ],
-        ),
-    ],
-)
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_empty_batch_gives_empty_outputs(implementation):
     out, state = MGU(2, implementation=implementation, return_sequences=True, return_state=True)(
         np.ones((0, 3, 4), "float32")

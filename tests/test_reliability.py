@@ -15,16 +15,9 @@ import pytest
 
 from keras_mgu import MGU
 from keras_mgu.kernels import reference
-from tests.helpers import to_numpy, value_and_grad
+from tests.helpers import CELL_AND_FUSED, to_numpy, value_and_grad
 
-FUSED_LIVE = MGU(4).uses_fused_path
-IMPLEMENTATIONS = [
-    "cell",
-    pytest.param(
-        "fused",
-        marks=pytest.mark.skipif(not FUSED_LIVE, reason="no fused kernel on this backend yet"),
-    ),
-]
+IMPLEMENTATIONS = CELL_AND_FUSED
 D, H = 3, 4
 LENGTHS = [4, 6, 1]
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))

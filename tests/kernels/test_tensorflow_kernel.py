@@ -11,41 +11,11 @@ if keras.backend.backend() != "tensorflow":
 import tensorflow as tf  # noqa: E402
 
 from keras_mgu import MGU  # noqa: E402
-from keras_mgu.kernels import reference  # noqa: E402
 from keras_mgu.kernels import tensorflow as tf_kernel  # noqa: E402
 from tests.helpers import central_differences  # noqa: E402
+from tests.kernels.common import make_problem, run_reference  # noqa: E402
 
-NP_ACTIVATIONS = {"tanh": np.tanh, "sigmoid": reference.sigmoid}
 TF_ACTIVATIONS = {"tanh": tf.tanh, "sigmoid": tf.sigmoid}
-
-
-def make_problem(rng, batch=3, steps=5, features=2, units=4, dtype="float64"):
-    """Random inputs and weights, and a mask with holes and one fully masked row."""
-    mask = rng.random((batch, steps)) > 0.35
-    mask[0] = False
-    mask[-1, -1] = True
-    return {
-        "inputs": rng.normal(size=(batch, steps, features)).astype(dtype),
-        "initial_state": (0.5 * rng.normal(size=(batch, units))).astype(dtype),
-        "kernel": (0.6 * rng.normal(size=(features, 2 * units))).astype(dtype),
-        "recurrent_kernel": (0.6 * rng.normal(size=(units, 2 * units))).astype(dtype),
-        "bias": (0.3 * rng.normal(size=(2 * units,))).astype(dtype),
-        "mask": mask,
-    }
-
-
-def run_reference(p, bias=True, mask=True, go_backwards=False, act="tanh", ract="sigmoid"):
-    return reference.mgu_sequence(
-        p["inputs"],
-        p["kernel"],
-        p["recurrent_kernel"],
-        p["bias"] if bias else None,
-        p["initial_state"],
-        p["mask"] if mask else None,
-        go_backwards=go_backwards,
-        activation=NP_ACTIVATIONS[act],
-        recurrent_activation=NP_ACTIVATIONS[ract],
-    )
 
 
 def autodiff_mgu(x, h0, w, u, b, mask=None, go_backwards=False, act="tanh", ract="sigmoid"):
