@@ -133,6 +133,24 @@ def epoch_timer():
     return EpochTimer()
 
 
+def progress_lines(epochs: int, stopper):
+    """A callback printing one line at every tenth of the run (long runs stay readable)."""
+    import keras
+
+    every = max(1, epochs // 10)
+
+    def report(epoch, logs):
+        if (epoch + 1) % every == 0 or epoch + 1 == epochs:
+            print(
+                f"  epoch {epoch + 1:4d}/{epochs}  loss {logs['loss']:.4f}  "
+                f"learning rate {logs.get('learning_rate', float('nan')):.2e}  "
+                f"best score {stopper.best_score:.4f}",
+                flush=True,
+            )
+
+    return keras.callbacks.LambdaCallback(on_epoch_end=report)
+
+
 def train(kind: str, data, args):
     """Train one model; returns (model, early stopping callback, seconds per epoch)."""
     import keras
@@ -157,6 +175,8 @@ def train(kind: str, data, args):
     )
     timer = epoch_timer()
     callbacks = [LearningRateDecayPoints((0.5, 0.8), decay_rate=0.3), stopper, timer]
+    if args.epochs > 20:
+        callbacks.append(progress_lines(args.epochs, stopper))
     print(f"\n== {kind} {args.units}: {model.count_params()} parameters, {len(u)} windows")
     history = model.fit(
         u,
