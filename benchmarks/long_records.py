@@ -36,30 +36,12 @@ import subprocess
 import sys
 import time
 
+from memory import PeakMemory  # benchmarks/memory.py, beside this script
+
 LENGTHS = (10_000, 100_000, 1_000_000)
 QUICK_LENGTHS = (10_000, 30_000, 100_000)  # three points, so that growth is still checked
 FEATURES, UNITS = 3, 16
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-
-
-def _status_kb(field: str) -> int | None:
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _reset_peak() -> bool:
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
-            f.write("5")
-    except OSError:
-        return False
-    return True
 
 
 def worker(backend: str, steps: int) -> dict:
@@ -78,8 +60,7 @@ def worker(backend: str, steps: int) -> dict:
     layer = MGU(UNITS, return_sequences=True)
     model = keras.Sequential([keras.Input((steps, FEATURES)), layer, keras.layers.Dense(1)])
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="mse")
-    baseline = _status_kb("VmRSS")
-    can_reset = _reset_peak()
+    memory = PeakMemory()
 
     for _ in range(2):  # warm-up: tracing, compilation (torch: its JIT's profiling runs)
         model.train_on_batch(x, y)
@@ -93,8 +74,7 @@ def worker(backend: str, steps: int) -> dict:
     np.asarray(model.predict_on_batch(x))
     predict_s = time.perf_counter() - start
 
-    peak = _status_kb("VmHWM")
-    peak_mb = (peak - baseline) / 1024 if can_reset and peak and baseline else None
+    peak_mb = memory.peak_mb()
     return {
         "backend": backend, "steps": steps, "train_s": train_s, "predict_s": predict_s,
         "peak_mb": peak_mb, "loss": float(np.asarray(loss)), "fused": layer.uses_fused_path,

@@ -62,6 +62,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from memory import PeakMemory  # benchmarks/memory.py, beside this script
 
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 TORCH_NN = "torch.nn"
@@ -82,44 +83,6 @@ Shape = tuple[int, int, int, int]
 Trainer = Callable[[np.ndarray, np.ndarray], list[float]]
 
 
-# --------------------------------------------------------------------------- worker: memory
-def _proc_status_kb(field: str) -> int | None:
-    """A ``kB`` field of ``/proc/self/status`` (Linux), or None where unavailable."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _reset_peak_rss() -> bool:
-    """Reset the kernel's peak-RSS counter (VmHWM) of this process; False if not possible."""
-    try:
-        with open("/proc/self/clear_refs", "w") as clear_refs:
-            clear_refs.write("5")
-    except OSError:
-        return False
-    return True
-
-
-class PeakMemory:
-    """Peak RSS increase (MB) of this process from construction to :meth:`peak_mb`."""
-
-    def __init__(self) -> None:
-        self.reset_ok = _reset_peak_rss()
-        self.base_kb = _proc_status_kb("VmRSS")
-
-    def peak_mb(self) -> float | None:
-        peak_kb = _proc_status_kb("VmHWM")
-        if peak_kb is None or self.base_kb is None:
-            return None
-        return (peak_kb - self.base_kb) / 1024.0
-
-
-# --------------------------------------------------------------------------- worker: models
 def _dataset(shape: Shape, batches: int) -> tuple[np.ndarray, np.ndarray]:
     """Fixed random inputs ``(batches*B, T, D)`` and targets ``(batches*B, T, 1)``."""
     b, t, d, _ = shape
