@@ -1,5 +1,6 @@
 """Problems and NumPy reference runs shared by the backend kernel tests."""
 
+import keras
 import numpy as np
 
 from keras_mgu.kernels import reference
@@ -35,3 +36,23 @@ def run_reference(p, bias=True, mask=True, go_backwards=False, act="tanh", ract=
         activation=NP_ACTIVATIONS[act],
         recurrent_activation=NP_ACTIVATIONS[ract],
     )
+
+
+def autodiff_mgu(x, h0, w, u, b, mask=None, go_backwards=False, act="tanh", ract="sigmoid"):
+    """A plain step-by-step MGU in ``keras.ops``, differentiated by the backend itself.
+
+    Called with the active backend's own tensors; the independent autodiff
+    twin that the fused kernels' hand-written gradients are compared with.
+    """
+    act, ract = getattr(keras.ops, act), getattr(keras.ops, ract)
+    units = u.shape[0]
+    steps = range(x.shape[1] - 1, -1, -1) if go_backwards else range(x.shape[1])
+    h, outputs = h0, []
+    for t in steps:
+        z = x[:, t] @ w + (0.0 if b is None else b)
+        f = ract(z[:, :units] + h @ u[:, :units])
+        c = act(z[:, units:] + (f * h) @ u[:, units:])
+        h_new = (1.0 - f) * h + f * c
+        h = h_new if mask is None else keras.ops.where(mask[:, t, None], h_new, h)
+        outputs.append(h)
+    return keras.ops.stack(outputs, axis=1), h

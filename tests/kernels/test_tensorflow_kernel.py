@@ -13,25 +13,7 @@ import tensorflow as tf  # noqa: E402
 from keras_mgu import MGU  # noqa: E402
 from keras_mgu.kernels import tensorflow as tf_kernel  # noqa: E402
 from tests.helpers import central_differences  # noqa: E402
-from tests.kernels.common import make_problem, run_reference  # noqa: E402
-
-TF_ACTIVATIONS = {"tanh": tf.tanh, "sigmoid": tf.sigmoid}
-
-
-def autodiff_mgu(x, h0, w, u, b, mask=None, go_backwards=False, act="tanh", ract="sigmoid"):
-    """A plain step-by-step TensorFlow MGU, differentiated by TensorFlow itself."""
-    act, ract = TF_ACTIVATIONS[act], TF_ACTIVATIONS[ract]
-    units = u.shape[0]
-    steps = range(x.shape[1] - 1, -1, -1) if go_backwards else range(x.shape[1])
-    h, outputs = h0, []
-    for t in steps:
-        z = x[:, t] @ w + (0.0 if b is None else b)
-        f = ract(z[:, :units] + h @ u[:, :units])
-        c = act(z[:, units:] + (f * h) @ u[:, units:])
-        h_new = (1.0 - f) * h + f * c
-        h = h_new if mask is None else tf.where(mask[:, t, None], h_new, h)
-        outputs.append(h)
-    return tf.stack(outputs, axis=1), h
+from tests.kernels.common import autodiff_mgu, make_problem, run_reference  # noqa: E402
 
 
 def fused(x, h0, w, u, b, mask=None, go_backwards=False, act="tanh", ract="sigmoid"):

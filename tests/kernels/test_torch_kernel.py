@@ -13,30 +13,13 @@ import torch  # noqa: E402
 from keras_mgu.kernels import reference  # noqa: E402
 from keras_mgu.kernels import torch as torch_kernel  # noqa: E402
 from tests.helpers import central_differences  # noqa: E402
-from tests.kernels.common import make_problem, run_reference  # noqa: E402
+from tests.kernels.common import autodiff_mgu, make_problem, run_reference  # noqa: E402
 
-TORCH_ACTIVATIONS = {"tanh": torch.tanh, "sigmoid": torch.sigmoid}
 ARG_NAMES = ("inputs", "initial_state", "kernel", "recurrent_kernel", "bias")
 
 
 def tensors(p, dtype=torch.float64, requires_grad=False):
     return [torch.tensor(p[name], dtype=dtype, requires_grad=requires_grad) for name in ARG_NAMES]
-
-
-def autodiff_mgu(x, h0, w, u, b, mask=None, go_backwards=False, act="tanh", ract="sigmoid"):
-    """A plain step-by-step torch MGU, differentiated by torch autograd itself."""
-    act, ract = TORCH_ACTIVATIONS[act], TORCH_ACTIVATIONS[ract]
-    units = u.shape[0]
-    steps = range(x.shape[1] - 1, -1, -1) if go_backwards else range(x.shape[1])
-    h, outputs = h0, []
-    for t in steps:
-        z = x[:, t] @ w + (0.0 if b is None else b)
-        f = ract(z[:, :units] + h @ u[:, :units])
-        c = act(z[:, units:] + (f * h) @ u[:, units:])
-        h_new = (1.0 - f) * h + f * c
-        h = h_new if mask is None else torch.where(mask[:, t, None], h_new, h)
-        outputs.append(h)
-    return torch.stack(outputs, dim=1), h
 
 
 def fused(x, h0, w, u, b, mask=None, go_backwards=False, act="tanh", ract="sigmoid"):
