@@ -29,6 +29,15 @@ def to_numpy(x) -> np.ndarray:
     return keras.ops.convert_to_numpy(x)
 
 
+def random_mgu_weights(rng, d: int, h: int, scale: float = 0.5) -> list[np.ndarray]:
+    """Random float32 ``kernel (d, 2h)``, ``recurrent_kernel (h, 2h)`` and ``bias (2h,)``."""
+    return [
+        (rng.standard_normal((d, 2 * h)) * scale).astype("float32"),
+        (rng.standard_normal((h, 2 * h)) * scale).astype("float32"),
+        (rng.standard_normal(2 * h) * scale).astype("float32"),
+    ]
+
+
 def value_and_grad(fn: Callable, args: Sequence) -> tuple[float, list[np.ndarray]]:
     """Value of the scalar ``fn(*args)`` and its gradient w.r.t. every arg (as NumPy)."""
     args = [keras.ops.convert_to_tensor(a) for a in args]

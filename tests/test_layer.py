@@ -8,18 +8,14 @@ import pytest
 
 from keras_mgu import MGU, MGUCell
 from keras_mgu.kernels import reference
-from tests.helpers import BACKEND, central_differences, to_numpy, value_and_grad
+from tests.helpers import BACKEND, central_differences, random_mgu_weights, to_numpy, value_and_grad
 
 B, T, D, H = 3, 7, 4, 5
 IMPLEMENTATIONS = ["cell", "auto"]
 
 
-def random_weights(rng, d=D, h=H, scale=0.5):
-    return [
-        (rng.standard_normal((d, 2 * h)) * scale).astype("float32"),
-        (rng.standard_normal((h, 2 * h)) * scale).astype("float32"),
-        (rng.standard_normal(2 * h) * scale).astype("float32"),
-    ]
+def random_weights(rng, d=D, h=H):
+    return random_mgu_weights(rng, d, h)
 
 
 def built_layer(rng, **kwargs):

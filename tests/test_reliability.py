@@ -15,7 +15,7 @@ import pytest
 
 from keras_mgu import MGU
 from keras_mgu.kernels import reference
-from tests.helpers import CELL_AND_FUSED, to_numpy, value_and_grad
+from tests.helpers import CELL_AND_FUSED, random_mgu_weights, to_numpy, value_and_grad
 
 IMPLEMENTATIONS = CELL_AND_FUSED
 D, H = 3, 4
@@ -24,12 +24,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 SCRIPTS = os.path.join(ROOT, "tests", "scripts")
 
 
-def random_weights(rng, d=D, h=H, scale=0.5):
-    return [
-        (rng.standard_normal((d, 2 * h)) * scale).astype("float32"),
-        (rng.standard_normal((h, 2 * h)) * scale).astype("float32"),
-        (rng.standard_normal(2 * h) * scale).astype("float32"),
-    ]
+def random_weights(rng, d=D, h=H):
+    return random_mgu_weights(rng, d, h)
 
 
 def layer_with_weights(weights, **kwargs):
