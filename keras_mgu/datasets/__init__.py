@@ -1,0 +1,56 @@
+"""System-identification data: records, a cascaded-tanks simulator and loaders.
+
+Everything here is plain NumPy (no backend code), so the arrays can be fed to
+any Keras backend.
+
+* :class:`Record`: one input/output experiment, ``u`` ``(N, n_inputs)`` and
+  ``y`` ``(N, n_outputs)`` sampled every ``ts`` seconds; :class:`SysIdData`
+  groups the estimation, validation and test records.
+* :func:`simulate_cascaded_tanks`: a simulated two-tank plant resembling the
+  public Cascaded Tanks benchmark (equations in its docstring and in
+  :class:`TankParameters`).
+* :func:`load_csv_records`, :func:`load_cascaded_tanks`,
+  :func:`load_nonlinear_benchmark`: readers for measured data.
+* :class:`Normalizer`: per-channel standardisation fitted on estimation data.
+* :func:`make_windows`: paired ``(u, y)`` training windows from a long record.
+
+Import these names from ``keras_mgu.datasets``; the modules they live in:
+
+* ``records``: :class:`Record`, :class:`SysIdData` and their input checks.
+* ``simulator``: :class:`TankParameters`, :func:`simulate_tank_levels`,
+  :func:`simulate_cascaded_tanks` and the multisine/steps excitations.
+* ``files``: :func:`load_csv_records` and the CSV table readers.
+* ``benchmarks``: :func:`load_cascaded_tanks` and
+  :func:`load_nonlinear_benchmark`.
+* ``preprocessing``: :class:`Normalizer` and :func:`make_windows`.
+"""
+
+# CASCADED_TANKS_FILE stays importable from here but, as before, outside ``__all__``.
+from keras_mgu.datasets.benchmarks import (
+    CASCADED_TANKS_FILE as CASCADED_TANKS_FILE,
+)
+from keras_mgu.datasets.benchmarks import (
+    load_cascaded_tanks,
+    load_nonlinear_benchmark,
+)
+from keras_mgu.datasets.files import load_csv_records
+from keras_mgu.datasets.preprocessing import Normalizer, make_windows
+from keras_mgu.datasets.records import Record, SysIdData
+from keras_mgu.datasets.simulator import (
+    TankParameters,
+    simulate_cascaded_tanks,
+    simulate_tank_levels,
+)
+
+__all__ = [
+    "Normalizer",
+    "Record",
+    "SysIdData",
+    "TankParameters",
+    "load_cascaded_tanks",
+    "load_csv_records",
+    "load_nonlinear_benchmark",
+    "make_windows",
+    "simulate_cascaded_tanks",
+    "simulate_tank_levels",
+]

@@ -1,0 +1,182 @@
+"""Records: one input/output experiment and the estimation/validation/test triple.
+
+* :class:`Record`: one experiment, ``u`` ``(N, n_inputs)`` and ``y``
+  ``(N, n_outputs)`` sampled every ``ts`` seconds.
+* :class:`SysIdData`: the estimation, validation and test records of one
+  system.
+
+Also the input checks they share with the rest of the package (signals,
+channel names, sampling period).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Record", "SysIdData"]
+
+
+def _as_signal(name: str, value: Any) -> np.ndarray:
+    try:
+        arr = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"`{name}` must be a numeric array; could not convert it: {err}") from None
+    if arr.ndim != 2:
+        raise ValueError(
+            f"`{name}` must be a 2-D array of shape (N, channels); received shape {arr.shape} "
+            f"(reshape a single channel with `.reshape(-1, 1)`)."
+        )
+    if arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise ValueError(
+            f"`{name}` must have at least one sample and one channel; shape {arr.shape}."
+        )
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"`{name}` must contain only finite values; found {arr[row, col]} at sample {row}, "
+            f"channel {col} ({int(bad.sum())} non-finite values in all)."
+        )
+    return arr
+
+
+def _as_names(field: str, names: Any, count: int, prefix: str) -> tuple[str, ...]:
+    if names is None or (isinstance(names, (tuple, list)) and len(names) == 0):
+        return tuple(f"{prefix}{i}" for i in range(count))
+    if isinstance(names, str):
+        names = (names,)
+    names = tuple(names)
+    if len(names) != count or not all(isinstance(n, str) for n in names):
+        raise ValueError(
+            f"`{field}` must be {count} string(s), one per channel; received {names!r}."
+        )
+    return names
+
+
+def _check_ts(ts: Any) -> float:
+    try:
+        value = float(ts)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(
+            f"`ts` (the sampling period in seconds) must be positive; received {ts!r}."
+        )
+    return value
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Record:
+    """One input/output experiment sampled with period ``ts``.
+
+    Attributes:
+        u: ``(N, n_inputs)`` float64 array; ``u[k]`` is held over
+            ``[k ts, (k + 1) ts)``.
+        y: ``(N, n_outputs)`` float64 array; ``y[k]`` is measured at ``k ts``.
+        ts: Sampling period in seconds (positive).
+        input_names, output_names: One name per channel; empty means
+            ``("u0", "u1", ...)`` / ``("y0", ...)``.
+        name: Free-form label.
+
+    The arrays are converted to float64 copies. Raises ``ValueError`` when an
+    array is not 2-D, the lengths differ, a value is not finite, ``ts`` is not
+    positive or the names do not match the channels.
+    """
+
+    u: np.ndarray
+    y: np.ndarray
+    ts: float = 1.0
+    input_names: tuple[str, ...] = ()
+    output_names: tuple[str, ...] = ()
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        u = _as_signal("u", self.u)
+        y = _as_signal("y", self.y)
+        if u.shape[0] != y.shape[0]:
+            raise ValueError(
+                f"`u` and `y` must have the same number of samples; received u with {u.shape[0]} "
+                f"and y with {y.shape[0]}."
+            )
+        object.__setattr__(self, "u", u)
+        object.__setattr__(self, "y", y)
+        object.__setattr__(self, "ts", _check_ts(self.ts))
+        object.__setattr__(
+            self, "input_names", _as_names("input_names", self.input_names, u.shape[1], "u")
+        )
+        object.__setattr__(
+            self, "output_names", _as_names("output_names", self.output_names, y.shape[1], "y")
+        )
+        object.__setattr__(self, "name", str(self.name))
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.u.shape[0])
+
+    @property
+    def n_inputs(self) -> int:
+        return int(self.u.shape[1])
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.y.shape[1])
+
+    @property
+    def time(self) -> np.ndarray:
+        """Sample instants ``k * ts``, shape ``(N,)``."""
+        return np.arange(self.n_samples) * self.ts
+
+    def slice(self, start: int | None = None, stop: int | None = None, name: str | None = None):
+        """The samples ``[start:stop]`` as a new :class:`Record`."""
+        return dataclasses.replace(
+            self,
+            u=self.u[start:stop],
+            y=self.y[start:stop],
+            name=self.name if name is None else name,
+        )
+
+    def split(self, validation_fraction: float) -> tuple[Record, Record]:
+        """Split into ``(first part, last validation_fraction of the samples)``."""
+        fraction = float(validation_fraction)
+        if not 0.0 < fraction < 1.0:
+            raise ValueError(
+                f"`validation_fraction` must be in (0, 1); received {validation_fraction!r}."
+            )
+        n_val = int(round(self.n_samples * fraction))
+        if n_val < 1 or n_val >= self.n_samples:
+            raise ValueError(
+                f"validation_fraction={fraction} of {self.n_samples} samples leaves an empty part."
+            )
+        cut = self.n_samples - n_val
+        return self.slice(0, cut), self.slice(cut, None)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SysIdData:
+    """Estimation (training), validation and test records of one system.
+
+    All three must have the same input/output channels. The validation record
+    may be carved from the end of the estimation experiment (see
+    :meth:`Record.split`).
+    """
+
+    estimation: Record
+    validation: Record
+    test: Record
+
+    def __post_init__(self) -> None:
+        records = {"estimation": self.estimation, "validation": self.validation, "test": self.test}
+        for field, rec in records.items():
+            if not isinstance(rec, Record):
+                raise TypeError(f"`{field}` must be a Record; received {type(rec).__name__}.")
+        ref = self.estimation
+        for field, rec in records.items():
+            if (rec.n_inputs, rec.n_outputs) != (ref.n_inputs, ref.n_outputs):
+                raise ValueError(
+                    f"The {field} record has {rec.n_inputs} input(s) and {rec.n_outputs} "
+                    f"output(s) but the estimation record has {ref.n_inputs} and {ref.n_outputs}."
+                )

@@ -1,0 +1,65 @@
+"""Tests of keras_mgu.datasets.records: Record and SysIdData."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from keras_mgu.datasets import (
+    Record,
+    SysIdData,
+)
+
+
+def test_record_converts_and_names_channels():
+    rec = Record([[1, 2], [3, 4], [5, 6]], [[0], [1], [2]], ts=2)
+    assert rec.u.dtype == np.float64 and rec.u.shape == (3, 2)
+    assert rec.input_names == ("u0", "u1") and rec.output_names == ("y0",)
+    assert rec.ts == 2.0 and rec.n_samples == 3 and (rec.n_inputs, rec.n_outputs) == (2, 1)
+    np.testing.assert_allclose(rec.time, [0.0, 2.0, 4.0])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"u": np.zeros(5), "y": np.zeros((5, 1))}, r"2-D array.*\(5,\).*reshape"),
+        ({"u": np.zeros((5, 1)), "y": np.zeros((4, 1))}, "same number of samples.*5.*4"),
+        ({"u": [[0.0], [np.nan]], "y": [[0.0], [1.0]]}, "finite.*sample 1, channel 0"),
+        ({"u": [[0.0], [1.0]], "y": [[0.0], [np.inf]]}, "`y` must contain only finite"),
+        ({"u": [[0.0]], "y": [[0.0]], "ts": 0.0}, "`ts`.*positive"),
+        ({"u": [[0.0]], "y": [[0.0]], "ts": -4}, "`ts`.*positive"),
+        ({"u": [[0.0]], "y": [[0.0]], "input_names": ("a", "b")}, "input_names.*1 string"),
+        ({"u": np.zeros((0, 1)), "y": np.zeros((0, 1))}, "at least one sample"),
+    ],
+)
+def test_record_validation_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Record(**kwargs)
+
+
+def test_record_rejects_non_numeric():
+    with pytest.raises(TypeError, match="numeric"):
+        Record([["a"], ["b"]], [[0.0], [1.0]])
+
+
+def test_record_split_and_slice():
+    u = np.arange(10.0)[:, None]
+    rec = Record(u, 2 * u, ts=0.5, input_names=("p",), output_names=("q",), name="r")
+    first, last = rec.split(0.2)
+    assert (first.n_samples, last.n_samples) == (8, 2)
+    np.testing.assert_array_equal(last.u[:, 0], [8.0, 9.0])
+    np.testing.assert_array_equal(last.y[:, 0], [16.0, 18.0])
+    assert last.ts == 0.5 and last.input_names == ("p",) and first.name == "r"
+    assert rec.slice(2, 5, name="s").name == "s"
+    for bad in (0.0, 1.0, 1.5, 0.01):
+        with pytest.raises(ValueError, match="validation_fraction|empty part"):
+            rec.split(bad)
+
+
+def test_sysid_data_checks_records():
+    a = Record(np.zeros((4, 1)), np.zeros((4, 1)))
+    b = Record(np.zeros((4, 2)), np.zeros((4, 1)))
+    with pytest.raises(ValueError, match="test record has 2 input"):
+        SysIdData(a, a, b)
+    with pytest.raises(TypeError, match="validation.*Record"):
+        SysIdData(a, np.zeros((4, 1)), a)
