@@ -76,8 +76,13 @@ def worker(backend: str, steps: int) -> dict:
 
     peak_mb = memory.peak_mb()
     return {
-        "backend": backend, "steps": steps, "train_s": train_s, "predict_s": predict_s,
-        "peak_mb": peak_mb, "loss": float(np.asarray(loss)), "fused": layer.uses_fused_path,
+        "backend": backend,
+        "steps": steps,
+        "train_s": train_s,
+        "predict_s": predict_s,
+        "peak_mb": peak_mb,
+        "loss": float(np.asarray(loss)),
+        "fused": layer.uses_fused_path,
     }
 
 
@@ -86,7 +91,10 @@ def run_worker(backend: str, steps: int, timeout: float) -> dict:
     try:
         proc = subprocess.run(
             [sys.executable, os.path.abspath(__file__), "--worker", backend, str(steps)],
-            capture_output=True, text=True, env=env, timeout=timeout,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
         )
     except subprocess.TimeoutExpired:
         return {"backend": backend, "steps": steps, "error": f"timed out after {timeout:.0f} s"}
@@ -129,8 +137,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="MGU time and memory on long records.")
     parser.add_argument("--quick", action="store_true", help="stop at 100k steps")
     parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax", "torch"])
-    parser.add_argument("--timeout", type=float, default=600.0,
-                        help="seconds allowed per worker (default 600)")
+    parser.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds allowed per worker (default 600)"
+    )
     parser.add_argument("--worker", nargs=2, metavar=("BACKEND", "STEPS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -155,8 +164,10 @@ def main() -> int:
                 continue
             linear = 1 / 3 <= ratio <= 3
             ok &= linear or ratio < 1 / 3  # sublinear is fine
-            print(f"- {backend} {label}: marginal cost per step, last/first interval = "
-                  f"{ratio:.2f} ({'linear' if linear else 'NOT linear'})")
+            print(
+                f"- {backend} {label}: marginal cost per step, last/first interval = "
+                f"{ratio:.2f} ({'linear' if linear else 'NOT linear'})"
+            )
     for r in results:
         if "error" in r:
             print(f"\n{r['backend']} T={r['steps']}: {r['error']}")

@@ -2,12 +2,12 @@
 
 ``MGUCell`` is the per-step cell, ``MGU`` the sequence layer with a fused
 fast path per backend (TensorFlow, JAX, PyTorch). The submodules
-``callbacks``, ``derivatives``, ``datasets`` and ``plotting`` hold the
-training recipe, derivative-target training, system-identification data and
-training plots.
+``callbacks``, ``derivatives``, ``datasets``, ``sysid`` and ``plotting`` hold
+the training callbacks, derivative-target training, system-identification
+data, the identification recipe and training plots.
 """
 
-from keras_mgu import callbacks, datasets, derivatives, plotting
+from keras_mgu import callbacks, datasets, derivatives, plotting, sysid
 from keras_mgu.cell import MGUCell
 from keras_mgu.derivatives import DerivativeTargetModel, input_gradient
 from keras_mgu.layer import MGU
@@ -24,4 +24,5 @@ __all__ = [
     "derivatives",
     "input_gradient",
     "plotting",
+    "sysid",
 ]

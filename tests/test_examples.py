@@ -2,6 +2,7 @@
 
 import csv
 import importlib.util
+import json
 import os
 import re
 
@@ -26,7 +27,7 @@ def reported_rmse(output: str) -> float:
 
 def test_system_identification_compare_on_simulated_tanks(tmp_path, capsys):
     example = load_example("system_identification")
-    argv = ["--quick", "--epochs", "1", "--compare", "--units", "4", "--out", str(tmp_path)]
+    argv = ["--quick", "--iterations", "4", "--compare", "--units", "4", "--out", str(tmp_path)]
     assert example.main(argv) == 0
     out = capsys.readouterr().out
     rmse = reported_rmse(out)
@@ -35,7 +36,11 @@ def test_system_identification_compare_on_simulated_tanks(tmp_path, capsys):
         for name in ("test_simulation", "test_residual", "training"):
             path = tmp_path / f"{kind}_{name}.png"
             assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert re.search(r"^\| LSTM \| \d+ \| [0-9.]+ \| [0-9.]+ \|$", out, flags=re.MULTILINE)
+    assert re.search(
+        r"^\| LSTM \| \d+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$", out, flags=re.MULTILINE
+    )
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results) >= {"backend", "MGU", "GRU", "LSTM"}
 
 
 def write_csv(path, u, y):
@@ -53,7 +58,7 @@ def test_system_identification_on_own_csv_records(tmp_path, capsys):
     write_csv(tmp_path / "train.csv", u[:200], y[:200])
     write_csv(tmp_path / "test.csv", u[200:], y[200:])
     example = load_example("system_identification")
-    argv = ["--quick", "--epochs", "1", "--units", "4", "3", "--out", str(tmp_path / "out")]
+    argv = ["--quick", "--iterations", "4", "--units", "4", "3", "--out", str(tmp_path / "out")]
     argv += ["--train-csv", str(tmp_path / "train.csv"), "--test-csv", str(tmp_path / "test.csv")]
     argv += ["--inputs", "u", "--outputs", "y"]
     assert example.main(argv) == 0
@@ -67,7 +72,17 @@ def test_system_identification_on_the_real_benchmark(tmp_path, capsys, shared_da
     if not os.path.exists(path):
         pytest.skip("the Cascaded Tanks benchmark file is not beside this checkout")
     example = load_example("system_identification")
-    argv = ["--quick", "--epochs", "1", "--units", "4", "--out", str(tmp_path)]
+    argv = [
+        "--quick",
+        "--iterations",
+        "4",
+        "--units",
+        "4",
+        "--restarts",
+        "2",
+        "--out",
+        str(tmp_path),
+    ]
     assert example.main(argv + ["--dataset", "cascaded-tanks", "--data-path", path]) == 0
     out = capsys.readouterr().out
     assert "test 1024 samples" in out

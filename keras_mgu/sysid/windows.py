@@ -1,0 +1,111 @@
+"""Training windows of an estimation record, drawn as Keras batches.
+
+:class:`TrainingWindows` is a ``keras.utils.PyDataset``: each batch holds
+``batch_size`` windows of ``window`` samples cut from the record on the fly
+(memory stays that of the record, however many windows are drawn), with
+sample weights that mask a washout::
+
+    x (batch_size, window, n_inputs), y (batch_size, window, n_outputs),
+    w (batch_size, window)
+
+Every window starts from the model's learned initial state. That state is the
+plant's state at the start of the record, so a window starting at sample 0 is
+scored in full; a window starting later begins from a state that is not the
+plant's, and its first ``washout`` samples get weight 0 while the network
+forgets the mismatch. When ``window`` covers the record, every batch is the
+whole record (``batch_size`` 1): training then minimises the free-run
+simulation error of the whole estimation record.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+__all__ = ["TrainingWindows"]
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
+    return int(value)
+
+
+class TrainingWindows(keras.utils.PyDataset):
+    """Random windows of one ``(u, y)`` record, ``steps_per_epoch`` batches per epoch.
+
+    Args:
+        u: ``(N, n_inputs)`` standardised inputs.
+        y: ``(N, n_outputs)`` standardised outputs.
+        window: Samples per window; ``>= N`` means the whole record.
+        batch_size: Windows per batch (1 when the window is the whole record).
+        steps_per_epoch: Batches per epoch.
+        washout: Leading samples with weight 0 in windows that start after
+            sample 0, ``0 <= washout < window``.
+        start_fraction: Share of windows that start at sample 0 (scored in
+            full, from the learned initial state).
+        seed: Seeds the window draws; batch ``i`` of epoch ``e`` is the same
+            on every run and backend.
+    """
+
+    def __init__(
+        self,
+        u: np.ndarray,
+        y: np.ndarray,
+        window: int,
+        batch_size: int = 16,
+        steps_per_epoch: int = 20,
+        washout: int = 0,
+        start_fraction: float = 0.1,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        self.u = np.asarray(u, dtype="float32")
+        self.y = np.asarray(y, dtype="float32")
+        if self.u.ndim != 2 or self.y.ndim != 2 or len(self.u) != len(self.y):
+            raise ValueError(
+                "`u` and `y` must be (N, channels) arrays of the same length; received shapes "
+                f"{self.u.shape} and {self.y.shape}."
+            )
+        for name, arr in (("u", self.u), ("y", self.y)):
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"`{name}` contains NaN or inf; clean the record before training.")
+        n = len(self.u)
+        if n < 2:
+            raise ValueError(f"The record has {n} sample(s); training needs at least 2.")
+        self.window = min(_positive_int("window", window), n)
+        self.whole_record = self.window == n
+        self.batch_size = 1 if self.whole_record else _positive_int("batch_size", batch_size)
+        self.steps_per_epoch = _positive_int("steps_per_epoch", steps_per_epoch)
+        if isinstance(washout, bool) or not 0 <= int(washout) < self.window:
+            raise ValueError(
+                f"`washout` must be an integer in [0, window={self.window}); received {washout!r}."
+            )
+        self.washout = int(washout)
+        if not 0.0 <= float(start_fraction) <= 1.0:
+            raise ValueError(f"`start_fraction` must be in [0, 1]; received {start_fraction!r}.")
+        self.start_fraction = float(start_fraction)
+        self.seed = int(seed)
+        self.epoch = 0
+
+    def __len__(self) -> int:
+        return self.steps_per_epoch
+
+    def on_epoch_end(self) -> None:
+        self.epoch += 1
+
+    def starts(self, index: int) -> np.ndarray:
+        """Start samples of the windows of batch ``index`` in the current epoch."""
+        if self.whole_record:
+            return np.zeros(1, dtype=np.int64)
+        rng = np.random.default_rng([self.seed, self.epoch, index])
+        starts = rng.integers(0, len(self.u) - self.window + 1, size=self.batch_size)
+        starts[rng.random(self.batch_size) < self.start_fraction] = 0
+        return starts
+
+    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        starts = self.starts(index)
+        idx = starts[:, None] + np.arange(self.window)[None, :]
+        weights = np.ones(idx.shape, dtype="float32")
+        weights[starts > 0, : self.washout] = 0.0
+        return self.u[idx], self.y[idx], weights

@@ -1,0 +1,111 @@
+"""The recipe: defaults that scale with the record, restarts chosen on validation, errors."""
+
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+
+from keras_mgu import datasets, sysid
+from keras_mgu.datasets import Record, SysIdData
+from keras_mgu.sysid import RecipeConfig, identify
+
+TINY = RecipeConfig(units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3)
+
+
+@pytest.fixture(scope="module")
+def tanks():
+    return datasets.simulate_cascaded_tanks(n_samples=160, seed=0)
+
+
+def test_defaults_scale_with_the_record_length():
+    short = RecipeConfig().resolved(820)
+    assert (short.window, short.washout) == (820, 205)
+    long = RecipeConfig().resolved(100_000)
+    assert (long.window, long.washout, long.batch_size) == (1024, 256, 16)
+    assert RecipeConfig(window=64, washout=8).resolved(1000).window == 64
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"window": 500}, "fewer than the training window"),
+        ({"window": 50, "washout": 50}, "washout"),
+        ({"iterations": 0}, "iterations"),
+    ],
+)
+def test_bad_settings_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        RecipeConfig(**kwargs).resolved(100)
+
+
+def test_restarts_are_chosen_on_validation_and_never_see_the_test_record(tanks):
+    found = identify(tanks, TINY, restarts=3, seed=5)
+    scores = found.validation_scores
+    assert [r.seed for r in found.runs] == [5, 1005, 2005]
+    assert found.best == int(np.argmin(scores)) and found.model is found.runs[found.best].model
+    # The same run with a different test record chooses the same model with the same weights.
+    other_test = dataclasses.replace(tanks.test, y=tanks.test.y[::-1] * 3.0 + 1.0)
+    again = identify(SysIdData(tanks.estimation, tanks.validation, other_test), TINY, 3, seed=5)
+    assert again.validation_scores == pytest.approx(scores, rel=1e-5)
+    assert again.best == found.best
+    y_sim = found.simulate(tanks.test.u)
+    np.testing.assert_allclose(again.simulate(tanks.test.u), y_sim, atol=1e-5)
+
+
+def test_simulation_and_scores_are_in_physical_units(tanks):
+    found = identify(tanks, TINY, seed=0)
+    y_sim = found.simulate(tanks.test.u)
+    assert y_sim.shape == tanks.test.y.shape
+    assert found.score(tanks.test) == pytest.approx(sysid.rmse(tanks.test.y, y_sim), rel=1e-6)
+    late = found.score(tanks.test, "benchmark")
+    assert late == pytest.approx(sysid.rmse(tanks.test.y[50:], y_sim[50:]), rel=1e-6)
+    with pytest.raises(ValueError, match="shape"):
+        found.simulate(np.zeros((10, 3)))
+
+
+def test_training_lowers_the_validation_error(tanks):
+    config = dataclasses.replace(TINY, iterations=150, steps_per_epoch=50, learning_rate=0.01)
+    untrained = identify(tanks, dataclasses.replace(TINY, iterations=1, steps_per_epoch=1))
+    trained = identify(tanks, config, seed=0)
+    assert trained.validation_scores[0] < 0.8 * untrained.validation_scores[0]
+
+
+def test_separate_validation_record_with_washout(tanks):
+    config = dataclasses.replace(TINY, validation_continues=False, washout=5)
+    found = identify(tanks, config)
+    assert np.isfinite(found.validation_scores[0])
+
+
+def test_long_multichannel_record_trains_on_windows():
+    rng = np.random.default_rng(0)
+    u = rng.normal(size=(6000, 2))
+    y = np.stack([np.convolve(u[:, 0], np.ones(8) / 8, "same"), np.tanh(u[:, 1])], axis=1)
+    est, val = Record(u[:5000], y[:5000], 1.0), Record(u[5000:], y[5000:], 1.0)
+    data = SysIdData(est, val, val)
+    config = dataclasses.replace(TINY, window=None, batch_size=4)
+    assert config.resolved(5000).window == 1024
+    found = identify(data, config)
+    assert found.simulate(val.u).shape == (1000, 2)
+
+
+def test_bad_inputs_are_refused(tanks):
+    with pytest.raises(TypeError, match="SysIdData"):
+        identify(tanks.estimation)
+    with pytest.raises(ValueError, match="restarts"):
+        identify(tanks, TINY, restarts=0)
+    short = Record(np.zeros((1, 1)), np.zeros((1, 1)), 1.0)
+    with pytest.raises(ValueError, match="at least 2"):
+        sysid.train_simulator(short, short, TINY)
+
+
+def test_reduced_run_on_the_real_benchmark(shared_data_dir):
+    path = os.path.join(shared_data_dir, "cascaded_tanks", "dataBenchmark.csv")
+    if not os.path.exists(path):
+        pytest.skip("the Cascaded Tanks benchmark file is not beside this checkout")
+    data = datasets.load_cascaded_tanks(path)
+    config = dataclasses.replace(TINY, units=(8,), iterations=100, steps_per_epoch=50,
+                                 learning_rate=0.01)  # fmt: skip
+    found = identify(data, config, restarts=2)
+    scores = found.score(data.test), found.score(data.test, "benchmark")
+    assert all(np.isfinite(s) and 0 < s < 5 * data.test.y.std() for s in scores)

@@ -1,0 +1,78 @@
+"""Training windows: shapes, washout weights, whole-record mode, determinism, errors."""
+
+import numpy as np
+import pytest
+
+from keras_mgu.sysid import TrainingWindows
+
+
+def record(n=100, n_in=2, n_out=1):
+    t = np.arange(n, dtype="float32")
+    return np.stack([t] * n_in, axis=1), np.stack([-t] * n_out, axis=1)
+
+
+def test_windows_are_slices_of_the_record_with_washout_weights():
+    u, y = record()
+    windows = TrainingWindows(u, y, window=20, batch_size=8, washout=5, start_fraction=0.5)
+    x, yy, w = windows[0]
+    assert x.shape == (8, 20, 2) and yy.shape == (8, 20, 1) and w.shape == (8, 20)
+    starts = windows.starts(0)
+    for i, s in enumerate(starts):
+        np.testing.assert_array_equal(x[i, :, 0], np.arange(s, s + 20))
+        np.testing.assert_array_equal(yy[i, :, 0], -np.arange(s, s + 20))
+        expected = np.ones(20)
+        if s > 0:
+            expected[:5] = 0
+        np.testing.assert_array_equal(w[i], expected)
+    assert (starts == 0).any() and (starts > 0).any()
+
+
+def test_whole_record_mode_is_one_full_weight_sequence():
+    u, y = record(50)
+    windows = TrainingWindows(u, y, window=500, batch_size=8, washout=10)
+    x, yy, w = windows[3]
+    assert windows.whole_record and x.shape == (1, 50, 2)
+    np.testing.assert_array_equal(w, np.ones((1, 50)))
+
+
+def test_draws_repeat_for_a_seed_and_change_with_the_epoch():
+    u, y = record()
+    a = TrainingWindows(u, y, window=10, seed=3)
+    b = TrainingWindows(u, y, window=10, seed=3)
+    np.testing.assert_array_equal(a.starts(1), b.starts(1))
+    before = a.starts(1)
+    a.on_epoch_end()
+    assert not np.array_equal(before, a.starts(1))
+    assert len(a) == a.steps_per_epoch
+
+
+def test_memory_is_the_record_not_the_windows():
+    u, y = record(10_000)
+    windows = TrainingWindows(u, y, window=1000, batch_size=4, steps_per_epoch=500)
+    assert windows.u.nbytes == u.nbytes and windows.y.nbytes == y.nbytes
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"washout": 20}, "washout"),
+        ({"window": 0}, "window"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"start_fraction": 2.0}, "start_fraction"),
+    ],
+)
+def test_bad_settings_are_refused(kwargs, match):
+    u, y = record()
+    with pytest.raises(ValueError, match=match):
+        TrainingWindows(u, y, **{"window": 20, **kwargs})
+
+
+def test_nan_and_short_records_are_refused():
+    u, y = record()
+    u[7, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        TrainingWindows(u, y, window=10)
+    with pytest.raises(ValueError, match="at least 2"):
+        TrainingWindows(np.zeros((1, 1)), np.zeros((1, 1)), window=1)
+    with pytest.raises(ValueError, match="same length"):
+        TrainingWindows(np.zeros((5, 1)), np.zeros((4, 1)), window=2)
