@@ -171,6 +171,15 @@ def _autodiff_sequence(
     return torch.stack(states)
 
 
+def _exporting() -> bool:
+    """Whether the call is being traced for export (ONNX or TorchScript tracing).
+
+    Exporters cannot read the compiled loop or the custom autograd function;
+    they get the plain-op loop, which computes the same numbers.
+    """
+    return bool(torch.onnx.is_in_onnx_export() or torch.jit.is_tracing())
+
+
 # ------------------------------------------------------- autograd function
 class _MGUSequence(torch.autograd.Function):
     """States ``(T, B, H)`` from ``x2`` ``(2, T, B, H)`` (inputs of f and c), ``h0``, ``U``."""
@@ -314,9 +323,8 @@ def mgu_sequence(
     step_mask = None
     if mask is not None:
         step_mask = mask.to(torch.bool).t().unsqueeze(-1).to(dtype).contiguous()
-    states = _MGUSequence.apply(
-        x2, initial_state, recurrent_kernel, step_mask, activation, recurrent_activation
-    )
+    run = _autodiff_sequence if _exporting() else _MGUSequence.apply
+    states = run(x2, initial_state, recurrent_kernel, step_mask, activation, recurrent_activation)
     outputs = states.transpose(0, 1).to(out_dtype)
     return outputs, states[-1].to(out_dtype)
 
