@@ -188,3 +188,31 @@ def test_stateful_model_to_a_stateless_format_is_refused(format, tmp_path):
 
 def test_check_passes_a_stateless_model():
     mgu_export.check_exportable(build("last"), "tf_saved_model")
+
+
+# ---------------------------------------------------------------------- docs
+DOC = os.path.join(ROOT, "docs", "deployment.md")
+#: The snippets of docs/deployment.md by position, and where they apply.
+DOC_SNIPPETS = {
+    "tf_saved_model": (1, BACKEND != "torch"),
+    "onnx": (2, HAS_ONNX_EXTRA),
+    "tflite": (3, BACKEND == "tensorflow"),
+    "torch.export": (4, BACKEND == "torch"),
+}
+
+
+def doc_snippets() -> list[str]:
+    text = open(DOC).read()
+    return [block.split("\n", 1)[1] for block in text.split("```python")[1:]]
+
+
+@pytest.mark.parametrize("route", sorted(DOC_SNIPPETS))
+def test_deployment_doc_snippets_run(route, tmp_path, monkeypatch):
+    index, applies = DOC_SNIPPETS[route]
+    if not applies:
+        pytest.skip(f"{route} does not apply on the {BACKEND} backend here")
+    monkeypatch.chdir(tmp_path)
+    snippets = [s.split("```", 1)[0] for s in doc_snippets()]
+    namespace: dict = {}
+    exec(snippets[0] + "\n" + snippets[index], namespace)  # noqa: S102 - the docs' own code
+    assert "y" in namespace or "loaded" in namespace
