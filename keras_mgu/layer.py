@@ -60,6 +60,10 @@ class MGU(keras.layers.RNN):
             state of batch ``i`` in the next call (``reset_state()`` clears it).
         unroll: Unroll the cell loop (cell path only).
         implementation: ``"auto"`` (default), ``"fused"`` or ``"cell"``.
+        zero_output_for_mask: (keyword of ``keras.layers.RNN``) Emit zeros at
+            masked steps (leading ones included) instead of the carried
+            state; the state is carried all the same. Both paths serve it;
+            ``keras.layers.Bidirectional`` sets it to ``return_sequences``.
 
     Call arguments:
         sequences: ``(batch, steps, features)`` tensor.
