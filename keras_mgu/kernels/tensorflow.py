@@ -24,6 +24,10 @@ the loop carries ``dL/dh`` with two small matmuls per step::
 The weight gradients are then single matmuls over all steps. The backward
 function is written in differentiable TensorFlow ops and reads the states
 from the op's own output, so gradients of gradients are exact too.
+
+A graph traced with no gradient tape watching (an export to SavedModel, ONNX
+or TFLite, or ``predict``) gets the forward loop inline instead, without XLA
+and without the custom gradient, which converters cannot read.
 """
 
 from __future__ import annotations

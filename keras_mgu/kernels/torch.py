@@ -15,6 +15,8 @@ runs a second compiled loop for the gate gradients and finishes with the
 weight gradients as single large matmuls over all steps
 (``dU_f = H_prev^T dZ_f``). Second-order gradients (``create_graph=True``)
 recompute the sequence with differentiable torch ops and differentiate that.
+During ONNX export and ``torch.jit.trace`` the recurrence runs as a TorchScript
+loop of plain ops instead (one ONNX ``Loop`` over a run-time number of steps).
 """
 
 from __future__ import annotations
