@@ -8,6 +8,8 @@ trained with Adam on a mean-squared error, on a fixed random data set of
   one, else the cell loop; the path taken is reported),
 * ``MGU-cell`` (``implementation="cell"``, the plain Keras cell loop),
 * ``keras.layers.GRU`` and ``keras.layers.LSTM``,
+* on request (``--models BiMGU BiGRU``), ``keras.layers.Bidirectional`` around
+  an MGU (``"auto"``) and around a GRU,
 
 on each Keras backend (TensorFlow, JAX, PyTorch), plus, when PyTorch is
 installed, ``torch.nn.GRU`` / ``torch.nn.LSTM`` (``batch_first``) with a
@@ -69,6 +71,9 @@ TORCH_NN = "torch.nn"
 KERAS_MODELS = ("MGU", "MGU-cell", "GRU", "LSTM")
 TORCH_NN_MODELS = ("GRU", "LSTM")
 BUILTIN_MODELS = ("GRU", "LSTM")
+#: Run only when asked for with ``--models``.
+BIDIRECTIONAL_MODELS = ("BiMGU", "BiGRU")
+MODEL_CHOICES = KERAS_MODELS + BIDIRECTIONAL_MODELS
 DEFAULT_SHAPES = {
     "S": (32, 1000, 2, 8),
     "M": (32, 500, 2, 64),
@@ -107,7 +112,9 @@ def _keras_rnn(name: str, units: int) -> Any:
         return keras.layers.GRU(units, return_sequences=True)
     if name == "LSTM":
         return keras.layers.LSTM(units, return_sequences=True)
-    raise ValueError(f"Unknown Keras model {name!r}; expected one of {KERAS_MODELS}.")
+    if name in BIDIRECTIONAL_MODELS:
+        return keras.layers.Bidirectional(_keras_rnn(name[2:], units))
+    raise ValueError(f"Unknown Keras model {name!r}; expected one of {MODEL_CHOICES}.")
 
 
 def _keras_trainer(name: str, shape: Shape) -> tuple[Trainer, dict]:
@@ -140,7 +147,8 @@ def _keras_trainer(name: str, shape: Shape) -> tuple[Trainer, dict]:
         model.fit(x, y, batch_size=batch, epochs=1, shuffle=False, verbose=0, callbacks=[timer])
         return timer.steps
 
-    facts = {"fused": bool(getattr(rnn, "uses_fused_path", False)) if "MGU" in name else None}
+    layer = getattr(rnn, "forward_layer", rnn)  # a Bidirectional's layers run alike
+    facts = {"fused": bool(getattr(layer, "uses_fused_path", False)) if "MGU" in name else None}
     return train, facts
 
 
@@ -275,8 +283,9 @@ def _installed(backend: str) -> bool:
 
 
 def _models_for(backend: str, wanted: list[str] | None) -> list[str]:
-    models = TORCH_NN_MODELS if backend == TORCH_NN else KERAS_MODELS
-    return [m for m in models if wanted is None or m in wanted]
+    if backend == TORCH_NN:
+        return [m for m in TORCH_NN_MODELS if wanted is None or m in wanted]
+    return [m for m in MODEL_CHOICES if (m in wanted if wanted else m in KERAS_MODELS)]
 
 
 def plan_jobs(
@@ -420,6 +429,10 @@ def _model_label(record: dict) -> str:
         return "MGU (auto: fused)" if record.get("fused") else "MGU (auto: cell loop)"
     if record["model"] == "MGU-cell":
         return "MGU (cell)"
+    if record["model"] == "BiMGU":
+        return f"Bidirectional MGU (auto: {'fused' if record.get('fused') else 'cell loop'})"
+    if record["model"] == "BiGRU":
+        return "Bidirectional GRU"
     return record["model"]
 
 
@@ -455,6 +468,11 @@ def shape_table(rows: list[dict], shape: Shape) -> list[str]:
     if tf_mgu and jax_mgu:
         ratio = tf_mgu["median_ms"] / jax_mgu["median_ms"]
         lines += ["", f"TF MGU / JAX MGU (auto, median): {ratio:.2f}"]
+    for backend in KERAS_BACKENDS:
+        bi_mgu, bi_gru = _find(rows, backend, "BiMGU"), _find(rows, backend, "BiGRU")
+        if bi_mgu and bi_gru:
+            ratio = bi_mgu["median_ms"] / bi_gru["median_ms"]
+            lines += ["", f"{backend}: Bidirectional MGU / Bidirectional GRU (median): {ratio:.2f}"]
     return lines + [""]
 
 
@@ -527,7 +545,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--backends", nargs="+", choices=[*KERAS_BACKENDS, TORCH_NN], help="default: installed"
     )
-    parser.add_argument("--models", nargs="+", choices=KERAS_MODELS, help="default: all")
+    parser.add_argument(
+        "--models", nargs="+", choices=MODEL_CHOICES, help="default: all but BiMGU, BiGRU"
+    )
     parser.add_argument("--repeats", type=int, help="timed fits per model (default 5, quick 2)")
     parser.add_argument("--batches", type=int, help="batches per timed fit (default 10, quick 3)")
     parser.add_argument(

@@ -60,6 +60,10 @@ class MGU(keras.layers.RNN):
             state of batch ``i`` in the next call (``reset_state()`` clears it).
         unroll: Unroll the cell loop (cell path only).
         implementation: ``"auto"`` (default), ``"fused"`` or ``"cell"``.
+        zero_output_for_mask: (keyword of ``keras.layers.RNN``) Emit zeros at
+            masked steps (leading ones included) instead of the carried
+            state; the state is carried all the same. Both paths serve it;
+            ``keras.layers.Bidirectional`` sets it to ``return_sequences``.
 
     Call arguments:
         sequences: ``(batch, steps, features)`` tensor.
@@ -149,8 +153,6 @@ class MGU(keras.layers.RNN):
                 "recurrent_dropout > 0 needs a fresh mask inside the recurrence "
                 "(use implementation='cell' or 'auto')"
             )
-        if self.zero_output_for_mask:
-            return "zero_output_for_mask=True is only served by the cell loop"
         for arg in ("activation", "recurrent_activation"):
             name = _activation_name(getattr(self.cell, arg))
             if name not in kernels.FUSED_ACTIVATIONS:
@@ -163,7 +165,12 @@ class MGU(keras.layers.RNN):
     @property
     def uses_fused_path(self) -> bool:
         """Whether calls run the fused sequence kernel (else the cell loop)."""
-        if self.implementation == "cell" or self.fused_unsupported_reason():
+        reason = self.fused_unsupported_reason()
+        if self.implementation == "fused" and reason:
+            # Attributes set after construction (e.g. by a wrapper) can make
+            # the requested fused path impossible: say so rather than fall back.
+            raise ValueError(f"implementation='fused' cannot serve this layer: {reason}.")
+        if self.implementation == "cell" or reason:
             return False
         if self.implementation == "fused":
             return True
@@ -212,7 +219,13 @@ class MGU(keras.layers.RNN):
             mask = mask[0]
         if not self.uses_fused_path:
             result = super().inner_loop(sequences, initial_state, mask=mask, training=training)
-            return self._carry_state_through_leading_masked_steps(result, h0, mask)
+            result = self._carry_state_through_leading_masked_steps(result, h0, mask)
+        else:
+            result = self._fused_inner_loop(sequences, h0, mask, training)
+        return self._zero_masked_outputs(result, mask)
+
+    def _fused_inner_loop(self, sequences: Any, h0: Any, mask: Any, training: bool) -> tuple:
+        """``(last_output, outputs, [state])`` from the backend's fused kernel."""
         if training and 0.0 < self.cell.dropout < 1.0:
             step_mask = self.cell.get_dropout_mask(sequences[:, 0, :])
             sequences = sequences * ops.expand_dims(step_mask, axis=1)
@@ -230,6 +243,25 @@ class MGU(keras.layers.RNN):
             go_backwards=self.go_backwards,
         )
         return h_last, outputs, [h_last]
+
+    def _zero_masked_outputs(self, result: tuple, mask: Any) -> tuple:
+        """With ``zero_output_for_mask``, emit zeros at every masked step.
+
+        ``outputs`` ``(B, T, H)`` (processing order) become ``m_t * h_t`` and the
+        last output is that of the last processed step, zero if it is masked,
+        as in Keras's recurrent layers. The state is carried through masked
+        steps all the same, so the returned state is unchanged.
+        """
+        if not self.zero_output_for_mask or mask is None:
+            return result
+        last_output, outputs, states = result
+        mask = ops.cast(mask, "bool")
+        if self.go_backwards:
+            mask = ops.flip(mask, axis=1)
+        last_output = ops.where(mask[:, -1:], last_output, ops.zeros_like(last_output))
+        if self.return_sequences:
+            outputs = ops.where(ops.expand_dims(mask, -1), outputs, ops.zeros_like(outputs))
+        return last_output, outputs, states
 
     def _carry_state_through_leading_masked_steps(self, result: tuple, h0: Any, mask: Any):
         """Make masked steps before the first real one emit the initial state.

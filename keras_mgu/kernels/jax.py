@@ -168,11 +168,12 @@ def _forward_loop(xw, h0, u, m, activation: str, recurrent_activation: str):
         h_new = h + f * (c - h)
         if m is not None:
             h_new = jnp.where(xs[1], h_new, h)
-        return h_new, jnp.concatenate([h, f, c], axis=-1)
+        return h_new, (h_new, jnp.concatenate([h, f, c], axis=-1))
 
     xs = (xw,) if m is None else (xw, m)
-    h_last, saved = jax.lax.scan(step, h0, xs, unroll=max(1, min(UNROLL, xw.shape[0])))
-    hs = jnp.concatenate([saved[1:, :, :units], h_last[None]], axis=0)
+    # The states are emitted by the scan itself (no slicing over the time axis
+    # afterwards), so that the loop also exports with a symbolic number of steps.
+    h_last, (hs, saved) = jax.lax.scan(step, h0, xs, unroll=max(1, min(UNROLL, xw.shape[0])))
     return hs, h_last, saved
 
 

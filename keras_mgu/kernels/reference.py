@@ -8,7 +8,9 @@ fused kernels::
     h_t = (1 - f_t) * h_{t-1} + f_t * c_t
 
 A masked step (``mask[:, t] == False``) leaves the state unchanged and emits
-the carried state as its output, as Keras recurrent layers do.
+the carried state as its output, as Keras recurrent layers do; with
+``zero_output_for_mask=True`` it emits zeros instead (the state is still
+carried).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ def mgu_sequence(
     go_backwards: bool = False,
     activation: Callable = np.tanh,
     recurrent_activation: Callable = sigmoid,
+    zero_output_for_mask: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Run the MGU over a batch of sequences.
 
@@ -62,6 +65,8 @@ def mgu_sequence(
         mask: ``(B, T)`` booleans, True where a step is real.
         go_backwards: process the steps from last to first; the outputs are
             then in processing order (reversed time), as in Keras.
+        zero_output_for_mask: emit zeros (instead of the carried state) at
+            masked steps, leading ones included.
 
     Returns:
         ``(outputs, final_state)``: ``(B, T, H)`` and ``(B, H)``.
@@ -78,5 +83,6 @@ def mgu_sequence(
         if mask is not None:
             h_new = np.where(mask[:, t, None], h_new, h)
         h = h_new
-        outputs.append(h)
+        zero = zero_output_for_mask and mask is not None
+        outputs.append(np.where(mask[:, t, None], h, 0.0).astype(h.dtype) if zero else h)
     return np.stack(outputs, axis=1), h

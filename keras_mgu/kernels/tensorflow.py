@@ -24,6 +24,10 @@ the loop carries ``dL/dh`` with two small matmuls per step::
 The weight gradients are then single matmuls over all steps. The backward
 function is written in differentiable TensorFlow ops and reads the states
 from the op's own output, so gradients of gradients are exact too.
+
+A graph traced with no gradient tape watching (an export to SavedModel, ONNX
+or TFLite, or ``predict``) gets the forward loop inline instead, without XLA
+and without the custom gradient, which converters cannot read.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import tensorflow as tf
+from tensorflow.python.eager import record
 
 AVAILABLE = True
 
@@ -141,8 +146,21 @@ def _check_shapes(x, h0, w, u, b, mask) -> None:
         raise ValueError(f"`inputs` needs at least one time step; got shape {x.shape}.")
 
 
+def _inference_graph() -> bool:
+    """Whether a graph is being traced that no gradient tape watches.
+
+    That is the case when a model is traced for export (SavedModel, ONNX,
+    TFLite) or for inference. Such graphs get the plain time loop, inline and
+    without the XLA-compiled function and the custom gradient, which
+    converters cannot read; it computes the same numbers.
+    """
+    return not tf.executing_eagerly() and not record.could_possibly_record()
+
+
 def _recurrence(xw, h0, u, m, activations) -> tf.Tensor:
     """The MGU time loop ``(T, B, 2H) -> (T, B, H)`` with the hand-written backward."""
+    if _inference_graph():
+        return _forward(xw, h0, u, m, activations=activations)
     own_output = []
 
     @tf.custom_gradient

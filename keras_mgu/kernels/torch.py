@@ -15,6 +15,8 @@ runs a second compiled loop for the gate gradients and finishes with the
 weight gradients as single large matmuls over all steps
 (``dU_f = H_prev^T dZ_f``). Second-order gradients (``create_graph=True``)
 recompute the sequence with differentiable torch ops and differentiate that.
+During ONNX export and ``torch.jit.trace`` the recurrence runs as a TorchScript
+loop of plain ops instead (one ONNX ``Loop`` over a run-time number of steps).
 """
 
 from __future__ import annotations
@@ -112,10 +114,36 @@ def _backward_loop(
     return grads, dh.clone()
 
 
+def _export_loop(
+    x2: Tensor,
+    h0: Tensor,
+    u_f: Tensor,
+    u_c: Tensor,
+    mask: Tensor,
+    tanh_candidate: bool,
+    sigmoid_gate: bool,
+) -> Tensor:
+    """States ``(T, B, H)`` from ``x2`` ``(2, T, B, H)`` and ``mask`` ``(T, B, 1)``, plain ops only.
+
+    The loop exporters read: compiled with TorchScript it becomes one ONNX
+    ``Loop`` over a number of steps known only at run time.
+    """
+    h = h0
+    states = []
+    for t in range(x2.shape[1]):
+        z_f = x2[0, t] + torch.mm(h, u_f)
+        f = torch.sigmoid(z_f) if sigmoid_gate else torch.tanh(z_f)
+        z_c = x2[1, t] + torch.mm(f * h, u_c)
+        c = torch.tanh(z_c) if tanh_candidate else torch.sigmoid(z_c)
+        h = h + f * mask[t] * (c - h)
+        states.append(h)
+    return torch.stack(states)
+
+
 @functools.cache
 def _compiled(name: str) -> Callable:
     """The TorchScript version of a loop (the plain function where scripting fails)."""
-    fn = {"forward": _forward_loop, "backward": _backward_loop}[name]
+    fn = {"forward": _forward_loop, "backward": _backward_loop, "export": _export_loop}[name]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -169,6 +197,38 @@ def _autodiff_sequence(
         h = h + step * (c - h)
         states.append(h)
     return torch.stack(states)
+
+
+def _exporting() -> bool:
+    """Whether the call is being traced for export (ONNX or TorchScript tracing).
+
+    Exporters cannot read the compiled loop or the custom autograd function;
+    they get the plain-op loop, which computes the same numbers.
+    """
+    return bool(torch.onnx.is_in_onnx_export() or torch.jit.is_tracing())
+
+
+def _exported_sequence(
+    x2: Tensor,
+    h0: Tensor,
+    recurrent_kernel: Tensor,
+    mask: Tensor | None,
+    activation: str,
+    recurrent_activation: str,
+) -> Tensor:
+    """The states ``(T, B, H)`` through the TorchScript loop exporters can read."""
+    units = h0.shape[1]
+    if mask is None:
+        mask = torch.ones_like(x2[0, :, :, :1])
+    return _compiled("export")(
+        x2,
+        h0,
+        recurrent_kernel[:, :units],
+        recurrent_kernel[:, units:],
+        mask,
+        activation == "tanh",
+        recurrent_activation == "sigmoid",
+    )
 
 
 # ------------------------------------------------------- autograd function
@@ -314,9 +374,14 @@ def mgu_sequence(
     step_mask = None
     if mask is not None:
         step_mask = mask.to(torch.bool).t().unsqueeze(-1).to(dtype).contiguous()
-    states = _MGUSequence.apply(
-        x2, initial_state, recurrent_kernel, step_mask, activation, recurrent_activation
-    )
+    if _exporting():
+        states = _exported_sequence(
+            x2, initial_state, recurrent_kernel, step_mask, activation, recurrent_activation
+        )
+    else:
+        states = _MGUSequence.apply(
+            x2, initial_state, recurrent_kernel, step_mask, activation, recurrent_activation
+        )
     outputs = states.transpose(0, 1).to(out_dtype)
     return outputs, states[-1].to(out_dtype)
 

@@ -1,0 +1,79 @@
+"""Exporting models that contain MGU layers: checks for routes that cannot work.
+
+``model.export(path)`` (TF SavedModel), ``model.export(path, format="onnx")``,
+``tf.lite.TFLiteConverter.from_keras_model`` and ``torch.export`` work on
+models with MGU layers on the fused path: while a graph is traced for export
+the fused kernels present a plain time loop that converters can read (see
+``docs/deployment.md``). :func:`export` is ``model.export`` preceded by
+:func:`check_exportable`, which refuses, with an error that says what to do,
+the routes whose file would not behave like the Keras model.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import keras
+
+from keras_mgu.layer import MGU
+
+#: Formats whose file has no variables to update between calls.
+_FROZEN_STATE_FORMATS = ("onnx", "litert")
+
+#: The Python packages Keras's ONNX route needs, per backend.
+ONNX_PACKAGES = {
+    "tensorflow": ("onnx", "tf2onnx"),
+    "jax": ("onnx", "jax2onnx"),
+    "torch": ("onnx", "onnxscript"),
+}
+
+
+def mgu_layers(model: keras.Model) -> list[MGU]:
+    """Every MGU layer of ``model``, nested models and wrappers included."""
+    found = []
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        if isinstance(layer, MGU):
+            found.append(layer)
+    return found
+
+
+def check_exportable(model: keras.Model, format: str = "tf_saved_model") -> None:
+    """Raise if exporting ``model`` to ``format`` cannot give a faithful file.
+
+    Args:
+        model: A built Keras model.
+        format: A ``model.export`` format (``"tf_saved_model"``, ``"onnx"``, ...).
+
+    Raises:
+        ValueError: a stateful MGU and a format with no variables (ONNX,
+            LiteRT): the exported graph would freeze the state at its value
+            at export time instead of carrying it from call to call.
+        ImportError: the packages of the ONNX route are missing.
+    """
+    stateful = [layer.name for layer in mgu_layers(model) if layer.stateful]
+    if stateful and format in _FROZEN_STATE_FORMATS:
+        raise ValueError(
+            f"Cannot export stateful MGU layers {stateful} to format={format!r}: the file would "
+            "freeze the state at its value at export time. Rebuild the model with "
+            "stateful=False, load the weights, and pass the state in as `initial_state` and out "
+            "with `return_state=True`; or export to format='tf_saved_model', which keeps the "
+            "state variable."
+        )
+    if format == "onnx":
+        missing = [
+            name
+            for name in ONNX_PACKAGES.get(keras.backend.backend(), ())
+            if importlib.util.find_spec(name) is None
+        ]
+        if missing:
+            raise ImportError(
+                f"ONNX export on the {keras.backend.backend()} backend needs {missing}; "
+                'install them with `pip install "keras-mgu[export]"`.'
+            )
+
+
+def export(model: keras.Model, filepath: Any, format: str = "tf_saved_model", **kwargs: Any):
+    """``model.export(filepath, format, **kwargs)`` after :func:`check_exportable`."""
+    check_exportable(model, format)
+    return model.export(filepath, format=format, **kwargs)

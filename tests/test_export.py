@@ -1,0 +1,218 @@
+"""Models with MGU layers (fused path) exported and run outside Keras give Keras's predictions.
+
+Every test builds a small model, exports it through one route, runs the file in
+that route's runtime (TensorFlow's SavedModel loader, onnxruntime, the TFLite
+interpreter, ``torch.export``) on a batch of several sequences and compares
+with ``model.predict`` on the same batch. The ONNX tests skip only when the
+``export`` extra is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_mgu import MGU
+from keras_mgu import export as mgu_export
+from keras_mgu.kernels import reference
+from tests.helpers import BACKEND, to_numpy
+
+T, D, H = 12, 3, 6
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+SCRIPT = os.path.join(ROOT, "tests", "scripts", "train_and_save.py")
+
+HAS_ONNX_EXTRA = all(
+    importlib.util.find_spec(name) is not None
+    for name in ("onnxruntime", *mgu_export.ONNX_PACKAGES[BACKEND])
+)
+needs_onnx = pytest.mark.skipif(not HAS_ONNX_EXTRA, reason="the `export` extra is not installed")
+tensorflow_only = pytest.mark.skipif(BACKEND != "tensorflow", reason="TensorFlow backend only")
+torch_only = pytest.mark.skipif(BACKEND != "torch", reason="PyTorch backend only")
+#: Keras exports a TF SavedModel from the TensorFlow and JAX backends.
+needs_saved_model = pytest.mark.skipif(
+    BACKEND == "torch", reason="Keras exports TF SavedModels from TensorFlow and JAX only"
+)
+
+
+def batch(steps: int = T, seed: int = 0) -> np.ndarray:
+    """Four sequences; the second is zero-padded after 8 steps (masked where a Masking layer is)."""
+    x = np.random.default_rng(seed).standard_normal((4, steps, D)).astype("float32")
+    x[1, 8:] = 0.0
+    return x
+
+
+def build(kind: str, batch_size: int | None = None) -> keras.Model:
+    """A small model of one of the exported shapes (weights random, seed fixed)."""
+    keras.utils.set_random_seed(3)
+    inputs = keras.Input((None if kind == "varlen" else T, D), batch_size=batch_size)
+    if kind in ("last", "varlen"):
+        outputs = keras.layers.Dense(1)(MGU(H)(inputs))
+    elif kind == "masked":
+        masked = keras.layers.Masking(0.0)(inputs)
+        outputs = keras.layers.Dense(1)(MGU(H, return_sequences=True)(masked))
+    elif kind == "state":
+        seq, state = MGU(H, return_sequences=True, return_state=True)(inputs)
+        outputs = [keras.layers.Dense(1)(seq), state]
+    elif kind == "bidirectional":
+        masked = keras.layers.Masking(0.0)(inputs)
+        bi = keras.layers.Bidirectional(MGU(H, return_sequences=True))(masked)
+        outputs = keras.layers.Dense(1)(bi)
+    else:
+        raise ValueError(kind)
+    model = keras.Model(inputs, outputs)
+    assert all(layer.uses_fused_path for layer in mgu_export.mgu_layers(model))
+    model(batch())  # Keras exports only called models (predict does not count on JAX)
+    return model
+
+
+def keras_outputs(model: keras.Model, x: np.ndarray) -> list[np.ndarray]:
+    return [to_numpy(o) for o in keras.tree.flatten(model.predict(x, verbose=0))]
+
+
+def assert_same(got, want) -> None:
+    got = [np.asarray(g) for g in got]
+    assert [g.shape for g in got] == [w.shape for w in want]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, atol=1e-5, rtol=1e-5)
+
+
+def test_keras_predictions_match_the_reference():
+    """The predictions the exports are compared with are themselves right."""
+    model = build("last")
+    x = batch()
+    mgu, dense = model.layers[1], model.layers[2]
+    _, state = reference.mgu_sequence(x, *[to_numpy(w) for w in mgu.weights])
+    kernel, bias = (to_numpy(w) for w in dense.weights)
+    assert_same(keras_outputs(model, x), [state @ kernel + bias])
+
+
+# ----------------------------------------------------------------- SavedModel
+@needs_saved_model
+@pytest.mark.parametrize("kind", ["masked", "state", "varlen"])
+def test_saved_model_loads_and_predicts(tmp_path, kind):
+    import tensorflow as tf
+
+    model = build(kind)
+    model.export(str(tmp_path / "saved"), verbose=False)
+    loaded = tf.saved_model.load(str(tmp_path / "saved"))
+    for x in [batch()] + ([batch(steps=17, seed=1)] if kind == "varlen" else []):
+        got = [t.numpy() for t in keras.tree.flatten(loaded.serve(x))]
+        assert_same(got, keras_outputs(model, x))
+
+
+# ----------------------------------------------------------------------- ONNX
+def run_onnx(path: str, x: np.ndarray) -> list[np.ndarray]:
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return session.run(None, {session.get_inputs()[0].name: x})
+
+
+@needs_onnx
+@pytest.mark.parametrize("kind", ["masked", "state", "varlen", "bidirectional"])
+def test_onnx_runs_in_onnxruntime(tmp_path, kind):
+    model = build(kind)
+    path = str(tmp_path / "model.onnx")
+    mgu_export.export(model, path, format="onnx", verbose=False)
+    for x in [batch()] + ([batch(steps=17, seed=1)] if kind == "varlen" else []):
+        assert_same(run_onnx(path, x), keras_outputs(model, x))
+
+
+@needs_onnx
+def test_onnx_runs_a_model_trained_and_saved_on_another_backend(tmp_path):
+    """Train and save on another backend (subprocess), load here, export, run."""
+    other = "jax" if BACKEND == "tensorflow" else "tensorflow"
+    env = dict(os.environ, KERAS_BACKEND=other, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run(
+        [sys.executable, SCRIPT, str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    model = keras.saving.load_model(str(tmp_path / "model.keras"))
+    x = np.load(tmp_path / "x.npy")
+    model(x)
+    assert_same(keras_outputs(model, x), [np.load(tmp_path / "predictions.npy")])
+    path = str(tmp_path / "model.onnx")
+    mgu_export.export(model, path, format="onnx", verbose=False)
+    assert_same(run_onnx(path, x), keras_outputs(model, x))
+
+
+# --------------------------------------------------------------------- TFLite
+@tensorflow_only
+@pytest.mark.parametrize("kind", ["masked", "state", "bidirectional"])
+def test_tflite_runs_in_the_interpreter(kind):
+    import tensorflow as tf
+
+    x = batch()
+    model = build(kind, batch_size=len(x))
+    flatbuffer = tf.lite.TFLiteConverter.from_keras_model(model).convert()
+    interpreter = tf.lite.Interpreter(model_content=flatbuffer)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    interpreter.invoke()
+    got = [interpreter.get_tensor(o["index"]) for o in interpreter.get_output_details()]
+    want = keras_outputs(model, x)
+    # The interpreter does not keep Keras's output order; the shapes tell them apart here.
+    assert_same(sorted(got, key=np.shape), sorted(want, key=np.shape))
+
+
+# --------------------------------------------------------------- torch.export
+@torch_only
+@pytest.mark.parametrize("kind", ["masked", "state", "bidirectional"])
+def test_torch_export_runs(tmp_path, kind):
+    import torch
+
+    model = build(kind)
+    x = batch()
+    program = torch.export.export(model, (torch.tensor(x),))
+    torch.export.save(program, str(tmp_path / "model.pt2"))
+    loaded = torch.export.load(str(tmp_path / "model.pt2")).module()
+    got = [t.detach().numpy() for t in keras.tree.flatten(loaded(torch.tensor(x)))]
+    assert_same(got, keras_outputs(model, x))
+
+
+# ----------------------------------------------------------------- bad routes
+@pytest.mark.parametrize("format", ["onnx", "litert"])
+def test_stateful_model_to_a_stateless_format_is_refused(format, tmp_path):
+    inputs = keras.Input((T, D), batch_size=2)
+    model = keras.Model(inputs, MGU(H, stateful=True)(inputs))
+    with pytest.raises(ValueError, match="stateful=False"):
+        mgu_export.export(model, str(tmp_path / "model"), format=format)
+
+
+def test_check_passes_a_stateless_model():
+    mgu_export.check_exportable(build("last"), "tf_saved_model")
+
+
+# ---------------------------------------------------------------------- docs
+DOC = os.path.join(ROOT, "docs", "deployment.md")
+#: The snippets of docs/deployment.md by position, and where they apply.
+DOC_SNIPPETS = {
+    "tf_saved_model": (1, BACKEND != "torch"),
+    "onnx": (2, HAS_ONNX_EXTRA),
+    "tflite": (3, BACKEND == "tensorflow"),
+    "torch.export": (4, BACKEND == "torch"),
+}
+
+
+def doc_snippets() -> list[str]:
+    text = open(DOC).read()
+    return [block.split("\n", 1)[1] for block in text.split("```python")[1:]]
+
+
+@pytest.mark.parametrize("route", sorted(DOC_SNIPPETS))
+def test_deployment_doc_snippets_run(route, tmp_path, monkeypatch):
+    index, applies = DOC_SNIPPETS[route]
+    if not applies:
+        pytest.skip(f"{route} does not apply on the {BACKEND} backend here")
+    monkeypatch.chdir(tmp_path)
+    snippets = [s.split("```", 1)[0] for s in doc_snippets()]
+    namespace: dict = {}
+    exec(snippets[0] + "\n" + snippets[index], namespace)  # noqa: S102 - the docs' own code
+    assert "y" in namespace or "loaded" in namespace
