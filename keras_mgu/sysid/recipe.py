@@ -63,9 +63,10 @@ class RecipeConfig:
         steps_per_epoch: Iterations per Keras epoch (one progress line each).
         validation_checks: How many times a run scores the validation record.
         validation_continues: The validation record continues the estimation
-            record (as :meth:`Record.split` cuts it): it is simulated after
-            the estimation record, from the learned initial state. ``False``:
-            it is simulated on its own, its first ``washout`` samples unscored.
+            record (as :meth:`Record.split` cuts it): the two are simulated
+            together from the learned initial state and the score is the RMSE
+            over both. ``False``: the validation record is simulated on its
+            own, its first ``washout`` samples unscored.
         score_weights: Weights of :class:`WeightedEarlyStopping`'s score
             (``val_rmse``: validation RMSE, standardised units).
     """
@@ -137,12 +138,18 @@ def _check_record(record: Any, what: str, min_samples: int = 2) -> Record:
 
 
 def _validation_data(estimation: Record, validation: Record, config: RecipeConfig):
-    """``(u, y, weights)`` batches of one sequence that score the validation record."""
+    """``(u, y, weights)``: one sequence whose weighted free-run RMSE is the validation score.
+
+    A continuing validation record is simulated after the estimation record
+    from the learned initial state, and the score is the RMSE over both: the
+    free-run error of the whole experiment, whose last part training never
+    saw. A separate validation record is simulated on its own, its first
+    ``washout`` samples unscored.
+    """
     if config.validation_continues:
         u = np.concatenate([estimation.u, validation.u])
         y = np.concatenate([estimation.y, validation.y])
-        weights = np.zeros(len(u), dtype="float32")
-        weights[estimation.n_samples :] = 1.0
+        weights = np.ones(len(u), dtype="float32")
     else:
         u, y = validation.u, validation.y
         weights = np.ones(len(u), dtype="float32")
@@ -176,7 +183,8 @@ def train_simulator(
         seed=seed, cell=config.cell,
     )  # fmt: skip
     optimizer = keras.optimizers.Adam(config.learning_rate, clipnorm=config.clipnorm)
-    model.compile(optimizer, "mse", metrics=[keras.metrics.RootMeanSquaredError(name="rmse")])
+    rmse = keras.metrics.RootMeanSquaredError(name="rmse")
+    model.compile(optimizer, "mse", weighted_metrics=[rmse])
     windows = TrainingWindows(
         estimation.u, estimation.y, config.window, config.batch_size,
         config.steps_per_epoch, config.washout, seed=seed,
