@@ -101,6 +101,7 @@ def test_last_output_with_mask_matches(rng, zero_output_for_mask):
 
 def loss_of(layer, mask, probe):
     frozen = [v.value for v in layer.non_trainable_variables]
+    mask = None if mask is None else keras.ops.convert_to_tensor(mask)
 
     def loss(x, *args):
         n = len(args) - len(layer.trainable_weights)
@@ -308,3 +309,42 @@ def test_a_cell_without_step_says_so():
     cell = keras_mgu.FusedCell()
     with pytest.raises(NotImplementedError, match="must implement `step"):
         cell.step(None, [])
+
+
+@pytest.mark.skipif(BACKEND != "torch", reason="the torch engine's step tracing")
+def test_torch_traced_steps_match_the_untraced_loop(rng, monkeypatch):
+    from keras_mgu.fused.engines import torch as engine
+
+    fused, plain, weights = twins(rng, "lstm", return_sequences=True, return_state=True)
+    x = rng.standard_normal((B, T, D)).astype("float32")
+    mask = keras.ops.convert_to_tensor(random_mask(rng))
+    probe = rng.standard_normal((B, T, H)).astype("float32")
+    states = random_states(rng, fused)
+    results = {}
+    for traced in (True, False):
+        monkeypatch.setattr(engine, "TRACE_STEPS", traced)
+        results[traced] = value_and_grad(loss_of(fused, mask, probe), [x, *states, *weights])
+    traced_steps = engine._TRACED[fused._step_function(True)]
+    assert traced_steps and all(fn is not None for fn in traced_steps.values())
+    want = value_and_grad(loss_of(plain, mask, probe), [x, *states, *weights])
+    for got in results.values():
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+        for g, w in zip(got[1], want[1]):
+            np.testing.assert_allclose(g, w, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.skipif(BACKEND != "torch", reason="the torch engine's step tracing")
+def test_torch_untraceable_step_runs_as_written(rng):
+    from keras_mgu.fused.engines import torch as engine
+
+    def step(p_t, m_t, carry, weights):
+        if float(p_t.sum()) > 1e9:  # a Python branch on a tensor value cannot be traced
+            raise AssertionError
+        return p_t, [carry[0] + p_t]
+
+    p = keras.ops.convert_to_tensor(rng.standard_normal((B, T, 2)).astype("float32"))
+    h0 = keras.ops.zeros((B, 2))
+    outputs, (h,) = engine.run(step, p, [h0], [], None)
+    assert engine._TRACED[step] and all(fn is None for fn in engine._TRACED[step].values())
+    np.testing.assert_allclose(to_numpy(h), to_numpy(p).sum(axis=1), atol=1e-5)
+    np.testing.assert_allclose(to_numpy(outputs), to_numpy(p))

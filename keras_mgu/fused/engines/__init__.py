@@ -24,6 +24,7 @@ import keras
 _ENGINES = {
     "tensorflow": "keras_mgu.fused.engines.tensorflow",
     "jax": "keras_mgu.fused.engines.jax",
+    "torch": "keras_mgu.fused.engines.torch",
 }
 
 
