@@ -311,26 +311,42 @@ def test_a_cell_without_step_says_so():
         cell.step(None, [])
 
 
-@pytest.mark.skipif(BACKEND != "torch", reason="the torch engine's step tracing")
-def test_torch_traced_steps_match_the_untraced_loop(rng, monkeypatch):
+TORCH_LAYERS = {"scripted": (True, True), "traced": (False, True), "as written": (False, False)}
+
+
+@pytest.mark.skipif(BACKEND != "torch", reason="the torch engine's three loop layers")
+@pytest.mark.parametrize("layer", sorted(TORCH_LAYERS))
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_torch_loop_layers_match_the_cell_loop(rng, monkeypatch, layer, with_mask):
     from keras_mgu.fused.engines import torch as engine
 
+    script, trace = TORCH_LAYERS[layer]
+    monkeypatch.setattr(engine, "SCRIPT_LOOPS", script)
+    monkeypatch.setattr(engine, "TRACE_STEPS", trace)
     fused, plain, weights = twins(rng, "lstm", return_sequences=True, return_state=True)
     x = rng.standard_normal((B, T, D)).astype("float32")
-    mask = keras.ops.convert_to_tensor(random_mask(rng))
+    mask = keras.ops.convert_to_tensor(random_mask(rng)) if with_mask else None
     probe = rng.standard_normal((B, T, H)).astype("float32")
     states = random_states(rng, fused)
-    results = {}
-    for traced in (True, False):
-        monkeypatch.setattr(engine, "TRACE_STEPS", traced)
-        results[traced] = value_and_grad(loss_of(fused, mask, probe), [x, *states, *weights])
-    traced_steps = engine._TRACED[fused._step_function(True)]
-    assert traced_steps and all(fn is not None for fn in traced_steps.values())
+    got = value_and_grad(loss_of(fused, mask, probe), [x, *states, *weights])
     want = value_and_grad(loss_of(plain, mask, probe), [x, *states, *weights])
-    for got in results.values():
-        np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
-        for g, w in zip(got[1], want[1]):
-            np.testing.assert_allclose(g, w, atol=1e-5, rtol=1e-4)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    for g, w in zip(got[1], want[1]):
+        np.testing.assert_allclose(g, w, atol=1e-5, rtol=1e-4)
+    programs = list(engine._PROGRAMS.get(fused._step_function(with_mask), {}).values())
+    if trace:
+        assert programs and all(p is not None for p in programs)
+        assert all((p.scripted is not None) == script for p in programs)
+    else:
+        assert not programs
+    second = input_gradient_penalty_grads(
+        lambda x_, *ws: fused.stateless_call(list(ws), [], x_)[0][0], x, weights
+    )
+    reference = input_gradient_penalty_grads(
+        lambda x_, *ws: plain.stateless_call(list(ws), [], x_)[0][0], x, weights
+    )
+    for g, w in zip(second, reference):
+        np.testing.assert_allclose(g, w, atol=1e-5, rtol=1e-4)
 
 
 @pytest.mark.skipif(BACKEND != "torch", reason="the torch engine's step tracing")
@@ -345,6 +361,6 @@ def test_torch_untraceable_step_runs_as_written(rng):
     p = keras.ops.convert_to_tensor(rng.standard_normal((B, T, 2)).astype("float32"))
     h0 = keras.ops.zeros((B, 2))
     outputs, (h,) = engine.run(step, p, [h0], [], None)
-    assert engine._TRACED[step] and all(fn is None for fn in engine._TRACED[step].values())
+    assert engine._PROGRAMS[step] and all(p is None for p in engine._PROGRAMS[step].values())
     np.testing.assert_allclose(to_numpy(h), to_numpy(p).sum(axis=1), atol=1e-5)
     np.testing.assert_allclose(to_numpy(outputs), to_numpy(p))
