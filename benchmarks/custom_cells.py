@@ -21,7 +21,9 @@ is reported, with ratios taken within the same backend and run.
 Usage::
 
     python benchmarks/custom_cells.py                       # S and M, all backends
-    python benchmarks/custom_cells.py --backends torch --shapes S
+    python benchmarks/custom_cells.py --backends torch --shapes S --torch-threads 1
+
+Progress (one JSON record per model) goes to stderr, the tables to stdout.
 """
 
 from __future__ import annotations
@@ -106,6 +108,11 @@ def _trainer(name: str, shape: tuple, cells):
 def run_worker(args: argparse.Namespace) -> None:
     import keras
 
+    if args.torch_threads and keras.backend.backend() == "torch":
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
+
     cells = _cells_module()
     for label in args.shapes:
         shape = SHAPES[label]
@@ -171,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=5, help="training steps per fit")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds")
     parser.add_argument("--with-mgu", action="store_true", help="also the MGU cell and kernel")
+    parser.add_argument(
+        "--torch-threads", type=int, help="torch intra-op threads (default: torch's own)"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -178,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"machine: {platform.machine()}, {os.cpu_count()} logical CPUs, {platform.platform()}")
     print(f"load average at start: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"command: python benchmarks/custom_cells.py {' '.join(argv or sys.argv[1:])}")
     records = []
     for backend in args.backends:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", backend]
@@ -185,11 +196,18 @@ def main(argv: list[str] | None = None) -> int:
         cmd += ["--repeats", str(args.repeats)] + (["--with-mgu"] if args.with_mgu else [])
         env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-        records += [json.loads(line) for line in lines]
-        if done.returncode:
-            print(f"{backend} worker failed:\n{done.stderr[-3000:]}", file=sys.stderr)
+        if args.torch_threads:
+            cmd += ["--torch-threads", str(args.torch_threads)]
+        with subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ) as worker:
+            for line in worker.stdout:
+                if line.startswith("{"):
+                    records.append(json.loads(line))
+                    print(line.strip(), file=sys.stderr, flush=True)  # progress
+            errors = worker.stderr.read()
+        if worker.returncode:
+            print(f"{backend} worker failed:\n{errors[-3000:]}", file=sys.stderr)
     print(_table(records))
     return 0
 

@@ -364,3 +364,30 @@ def test_torch_untraceable_step_runs_as_written(rng):
     assert engine._PROGRAMS[step] and all(p is None for p in engine._PROGRAMS[step].values())
     np.testing.assert_allclose(to_numpy(h), to_numpy(p).sum(axis=1), atol=1e-5)
     np.testing.assert_allclose(to_numpy(outputs), to_numpy(p))
+
+
+@pytest.mark.skipif(BACKEND not in ("tensorflow", "jax"), reason="engine settings of TF and JAX")
+def test_engine_settings_give_the_same_gradients(rng, monkeypatch):
+    """Hoisted projection, unrolled loops (TF) and the derived backward (JAX) change no number."""
+    engine = keras_mgu.fused.engines.engine_module()
+    monkeypatch.setattr(engine, "HOIST_PROJECTION", True)
+    monkeypatch.setattr(engine, "UNROLL", 3, raising=False)
+    monkeypatch.setattr(engine, "DERIVED_BACKWARD", True, raising=False)
+    fused, plain, weights = twins(rng, "lstm", return_sequences=True, return_state=True)
+    x = rng.standard_normal((B, T, D)).astype("float32")
+    mask = keras.ops.convert_to_tensor(random_mask(rng))
+    probe = rng.standard_normal((B, T, H)).astype("float32")
+    states = random_states(rng, fused)
+    got = value_and_grad(loss_of(fused, mask, probe), [x, *states, *weights])
+    want = value_and_grad(loss_of(plain, mask, probe), [x, *states, *weights])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    for g, w in zip(got[1], want[1]):
+        np.testing.assert_allclose(g, w, atol=1e-5, rtol=1e-4)
+    second = input_gradient_penalty_grads(
+        lambda x_, *ws: fused.stateless_call(list(ws), [], x_)[0][0], x, weights
+    )
+    reference = input_gradient_penalty_grads(
+        lambda x_, *ws: plain.stateless_call(list(ws), [], x_)[0][0], x, weights
+    )
+    for g, w in zip(second, reference):
+        np.testing.assert_allclose(g, w, atol=1e-5, rtol=1e-4)

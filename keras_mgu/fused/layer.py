@@ -116,13 +116,15 @@ class FusedRNN(keras.layers.RNN):
             return super().inner_loop(sequences, initial_state, mask=mask, training=training)
         states = initial_state
         states = list(states) if isinstance(states, (list, tuple)) else [states]
-        projected = self.cell.project_inputs(sequences)
+        engine = engines.engine_module()
+        hoist = getattr(engine, "HOIST_PROJECTION", True)
+        projected = self.cell.project_inputs(sequences) if hoist else sequences
         masked = mask is not None
         zeros = ops.zeros((ops.shape(sequences)[0], self.cell.output_size), self.cell.compute_dtype)
         carry = initial_carry(states, zeros, masked, self._masked_output())
         weights = [ops.convert_to_tensor(v.value) for v in self.cell.variables]
-        outputs, final = engines.engine_module().run(
-            self._step_function(masked),
+        outputs, final = engine.run(
+            self._step_function(masked, project=not hoist),
             projected,
             carry,
             weights,
@@ -132,11 +134,12 @@ class FusedRNN(keras.layers.RNN):
         final_states = final[len(final) - len(states) :]
         return outputs[:, -1], outputs, final_states
 
-    def _step_function(self, masked: bool) -> StepFn:
-        """The cell's pure step for this mask setting (built once, so engines can cache it)."""
-        if masked not in self._steps:
-            self._steps[masked] = make_step(self.cell, masked, self._masked_output())
-        return self._steps[masked]
+    def _step_function(self, masked: bool, project: bool = False) -> StepFn:
+        """The cell's pure step for this setting (built once, so engines can cache it)."""
+        key = (masked, project)
+        if key not in self._steps:
+            self._steps[key] = make_step(self.cell, masked, self._masked_output(), project)
+        return self._steps[key]
 
     def _masked_output(self) -> str:
         """What a masked step emits, as the backend's own cell loop does (see ``step``)."""

@@ -37,13 +37,17 @@ def carries_output(masked: bool, masked_output: str) -> bool:
     return masked and masked_output == "previous"
 
 
-def make_step(cell: Any, masked: bool, masked_output: str = "previous") -> StepFn:
+def make_step(
+    cell: Any, masked: bool, masked_output: str = "previous", project: bool = False
+) -> StepFn:
     """The pure, mask-aware step of ``cell`` over ``cell.variables``.
 
     Args:
         cell: A built :class:`~keras_mgu.fused.cell.FusedCell`.
         masked: Whether steps get a ``(batch,)`` boolean ``m_t``.
         masked_output: What a masked step emits, one of :data:`MASKED_OUTPUTS`.
+        project: Whether ``p_t`` is the raw input ``x_t``, projected inside the
+            step (for engines that measured faster without hoisting).
 
     Returns:
         ``step(p_t, m_t, carry, weights)``: ``p_t`` ``(batch, P)``, ``m_t``
@@ -61,6 +65,8 @@ def make_step(cell: Any, masked: bool, masked_output: str = "previous") -> StepF
         states = list(carry[1:] if keep_output else carry)
         with keras.StatelessScope(state_mapping=list(zip(variables, weights))):
             with AutocastScope(cast_to):
+                if project:
+                    p_t = cell.project_inputs(p_t)
                 output, new_states = cell.step(p_t, states)
         if not isinstance(new_states, (list, tuple)):
             new_states = [new_states]

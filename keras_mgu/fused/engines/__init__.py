@@ -9,7 +9,9 @@ sequence), ``carry`` the list of ``(B, ...)`` initial carries, ``weights`` the
 values of the cell's variables, ``mask`` ``(B, T)`` booleans or None, and
 ``step(p_t, m_t, carry, weights) -> (output_t, new_carry)`` pure. It returns
 the outputs ``(B, T, O)`` in processing order (reversed time when
-``go_backwards``) and the final carry. Gradients with respect to
+``go_backwards``) and the final carry. An engine may set ``HOIST_PROJECTION =
+False``: the layer then passes the raw inputs as ``projected`` and a ``step``
+that applies ``project_inputs`` itself (measured faster on JAX). Gradients with respect to
 ``projected``, ``carry`` and ``weights`` (first and second order) come from a
 backward pass through time derived from ``step``.
 """

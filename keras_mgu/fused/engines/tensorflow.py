@@ -1,16 +1,18 @@
 """Fused engine for the TensorFlow backend: XLA-compiled loops and a derived backward.
 
-The forward pass is one XLA-compiled ``tf.while_loop`` over the projected
-inputs ``p_t`` that records nothing for autodiff; besides the outputs it
+The forward pass is one XLA-compiled ``tf.while_loop`` over the inputs ``p_t``
+(projected inside each step, see :data:`HOIST_PROJECTION`) that records
+nothing for autodiff; besides the outputs it
 keeps the carry entering every step. The backward pass (``tf.custom_gradient``)
 is a second XLA-compiled loop, in reverse, that runs the vector-Jacobian
 product of the cell's ``step`` at every step::
 
     dp_t, dcarry_{t-1}, dw_t = vjp(step at (p_t, carry_{t-1}, w))(dy_t, dcarry_t)
 
-carrying only ``dcarry`` and summing ``dw`` (the weights read inside
-``step``); the gradients of ``project_inputs`` follow from ``dp`` by ordinary
-autodiff outside, once over the whole sequence.
+carrying only ``dcarry`` and summing ``dw``. With a hoisted projection the
+gradients of ``project_inputs`` would follow from ``dp`` by ordinary autodiff
+outside, once over the whole sequence; the weights enter the loops as
+loop-invariant arguments.
 
 Second order: the backward pass is itself a ``tf.custom_gradient`` whose
 gradient differentiates a plain (non-XLA) twin, the vector-Jacobian product of
@@ -26,6 +28,14 @@ from typing import Any
 import tensorflow as tf
 
 from keras_mgu.fused.step import StepFn
+
+#: Time steps per iteration of the XLA while loops (2 and 4 measured no faster on CPU).
+UNROLL = 1
+#: Project the whole sequence before the loop (True) or inside each step (False). Inside
+#: measured as fast at 8 units and faster at 64 (with 2 input features): XLA fuses the
+#: small per-step projection into the step, while a hoisted ``(T, B, P)`` projection
+#: and its gradient are more memory to stream through the loops.
+HOIST_PROJECTION = False
 
 _ZERO = tf.UnconnectedGradients.ZERO
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -168,18 +178,36 @@ def _forward(step: StepFn, p, m, carry0: list, weights: list, keep: bool):
             tf.TensorArray(c.dtype, size=steps, element_shape=c.shape).write(0, c) for c in carry0
         ]
 
-    def body(t, carry, out_ta, prev_tas):
+    def advance(t, carry, out_ta, prev_tas):
         prev_tas = [ta.write(t, c) for ta, c in zip(prev_tas, carry)]
         output, new = one_step(t, carry)
         return t + 1, new, out_ta.write(t, output), prev_tas
 
-    _, final, out_ta, prev_tas = tf.while_loop(
-        lambda t, *_: t < steps,
-        body,
-        (1, carry, out_ta, prev_tas),
-        maximum_iterations=steps,
-    )
+    state = _unrolled_loop(advance, (1, carry, out_ta, prev_tas), steps - 1)
+    _, final, out_ta, prev_tas = state
     return out_ta.stack(), final, [ta.stack() for ta in prev_tas]
+
+
+def _unrolled_loop(advance: Callable, state: tuple, count):
+    """Apply ``advance`` ``count`` times: :data:`UNROLL` per iteration of a ``tf.while_loop``.
+
+    With a static ``count`` the remainder runs unrolled after the loop; with a
+    dynamic one the loop advances one step per iteration.
+    """
+    unroll = UNROLL if isinstance(count, int) else 1
+
+    def body(i, *state):
+        for _ in range(unroll):
+            state = advance(*state)
+        return (i + 1, *state)
+
+    iterations = count // unroll
+    _, *state = tf.while_loop(
+        lambda i, *_: i < iterations, body, (0, *state), maximum_iterations=iterations
+    )
+    for _ in range(count - iterations * unroll if unroll > 1 else 0):
+        state = advance(*state)
+    return tuple(state)
 
 
 def _backward(step: StepFn, d_outputs, d_final, p, m, prev, weights):
@@ -191,7 +219,7 @@ def _backward(step: StepFn, d_outputs, d_final, p, m, prev, weights):
     float_w = [i for i, w in enumerate(weights) if _is_float(w)]
     dp_ta = tf.TensorArray(p.dtype, size=steps, element_shape=p.shape[1:])
 
-    def body(t, d_carry, dw, dp_ta):
+    def retreat(t, d_carry, dw, dp_ta):
         p_t = p_ta.read(t)
         carry = [ta.read(t) for ta in prev_tas]
         fw = [weights[i] for i in float_w]
@@ -211,12 +239,7 @@ def _backward(step: StepFn, d_outputs, d_final, p, m, prev, weights):
         return t - 1, d_prev, dw, dp_ta.write(t, tf.cast(grads[0], p.dtype))
 
     dw0 = [tf.zeros_like(weights[i]) for i in float_w]
-    _, d_carry, dw, dp_ta = tf.while_loop(
-        lambda t, *_: t >= 0,
-        body,
-        (steps - 1, list(d_final), dw0, dp_ta),
-        maximum_iterations=steps,
-    )
+    _, d_carry, dw, dp_ta = _unrolled_loop(retreat, (steps - 1, list(d_final), dw0, dp_ta), steps)
     return dp_ta.stack(), d_carry, dw
 
 
