@@ -6,9 +6,10 @@ With the fused path, a call is::
     outputs, states = engine.run(step, p, ...)  # compiled loop over cell.step
 
 where the engine (:mod:`keras_mgu.fused.engines`, one per backend) runs the
-loop without recording it for autodiff and derives the backward pass through
-time from ``cell.step``. Otherwise the plain Keras cell loop runs; both give
-the same numbers.
+loop in its fastest compiled form and takes the backward pass through time
+from ``cell.step`` (an engine may instead apply ``project_inputs`` inside each
+step, where that measured faster). Otherwise the plain Keras cell loop runs;
+both give the same numbers.
 """
 
 from __future__ import annotations
