@@ -5,11 +5,13 @@ The forward pass is one XLA-compiled ``tf.while_loop`` over the inputs ``p_t``
 nothing for autodiff; besides the outputs it
 keeps the carry entering every step. The backward pass (``tf.custom_gradient``)
 is a second XLA-compiled loop, in reverse, that runs the vector-Jacobian
-product of the cell's ``step`` at every step::
+product of the cell's ``step`` with respect to the carry at every step::
 
-    dp_t, dcarry_{t-1}, dw_t = vjp(step at (p_t, carry_{t-1}, w))(dy_t, dcarry_t)
+    dcarry_{t-1} = vjp(step at (p_t, carry_{t-1}, w))(dy_t, dcarry_t)
 
-carrying only ``dcarry`` and summing ``dw``. With a hoisted projection the
+carrying only ``dcarry``; the gradients of ``p`` and of the weights then come
+from one vector-Jacobian product of ``step`` over all ``T * B`` rows at once
+(time folded into the batch), as large matmuls outside the loop. With a hoisted projection the
 gradients of ``project_inputs`` would follow from ``dp`` by ordinary autodiff
 outside, once over the whole sequence; the weights enter the loops as
 loop-invariant arguments.
@@ -211,36 +213,63 @@ def _unrolled_loop(advance: Callable, state: tuple, count):
 
 
 def _backward(step: StepFn, d_outputs, d_final, p, m, prev, weights):
-    """Reverse loop of per-step vector-Jacobian products: ``(dp, dcarry_0, dweights)``."""
+    """Gradients ``(dp, dcarry_0, dweights)`` in two phases.
+
+    1. A reverse loop of per-step vector-Jacobian products with respect to the
+       carry only: ``dcarry_{t-1} = vjp(step at (p_t, carry_{t-1}))(dy_t, dcarry_t)``;
+       it records the cotangent ``dcarry_t`` reaching every step.
+    2. One vector-Jacobian product of ``step`` run on all ``T * B`` rows at
+       once (time folded into the batch: rows of a step are independent), with
+       the recorded cotangents: the gradients of ``p`` and of the weights, as
+       large matmuls instead of ``T`` small ones inside the loop.
+    """
     steps = p.shape[0] if p.shape[0] is not None else tf.shape(p)[0]
     p_ta, dy_ta = _unstack(p), _unstack(d_outputs)
     m_ta = None if m is None else _unstack(m)
     prev_tas = [_unstack(x) for x in prev]
-    float_w = [i for i, w in enumerate(weights) if _is_float(w)]
-    dp_ta = tf.TensorArray(p.dtype, size=steps, element_shape=p.shape[1:])
+    cot_tas = [tf.TensorArray(x.dtype, size=steps, element_shape=x.shape[1:]) for x in prev]
 
-    def retreat(t, d_carry, dw, dp_ta):
-        p_t = p_ta.read(t)
+    def retreat(t, d_carry, cot_tas):
+        cot_tas = [ta.write(t, d) for ta, d in zip(cot_tas, d_carry)]
         carry = [ta.read(t) for ta in prev_tas]
-        fw = [weights[i] for i in float_w]
         with tf.GradientTape() as tape:
-            tape.watch([p_t, *carry, *fw])
+            tape.watch(carry)
             m_t = None if m_ta is None else m_ta.read(t)
-            output, new = step(p_t, m_t, carry, _merge(weights, float_w, fw))
-        grads = tape.gradient(
+            output, new = step(p_ta.read(t), m_t, carry, weights)
+        d_prev = tape.gradient(
             [output, *new],
-            [p_t, *carry, *fw],
+            carry,
             output_gradients=[tf.cast(dy_ta.read(t), output.dtype), *d_carry],
             unconnected_gradients=_ZERO,
         )
-        n_c = len(carry)
-        d_prev = [tf.cast(g, c.dtype) for g, c in zip(grads[1 : n_c + 1], carry)]
-        dw = [a + tf.cast(g, a.dtype) for a, g in zip(dw, grads[n_c + 1 :])]
-        return t - 1, d_prev, dw, dp_ta.write(t, tf.cast(grads[0], p.dtype))
+        return t - 1, [tf.cast(g, c.dtype) for g, c in zip(d_prev, carry)], cot_tas
 
-    dw0 = [tf.zeros_like(weights[i]) for i in float_w]
-    _, d_carry, dw, dp_ta = _unrolled_loop(retreat, (steps - 1, list(d_final), dw0, dp_ta), steps)
-    return dp_ta.stack(), d_carry, dw
+    state = (steps - 1, list(d_final), cot_tas)
+    _, d_carry, cot_tas = _unrolled_loop(retreat, state, steps)
+
+    def rows(x):  # (T, B, ...) -> (T * B, ...)
+        return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
+
+    float_w = [i for i, w in enumerate(weights) if _is_float(w)]
+    p_rows, fw = rows(p), [weights[i] for i in float_w]
+    with tf.GradientTape() as tape:
+        tape.watch([p_rows, *fw])
+        output, new = step(
+            p_rows,
+            None if m is None else rows(m),
+            [rows(x) for x in prev],
+            _merge(weights, float_w, fw),
+        )
+    grads = tape.gradient(
+        [output, *new],
+        [p_rows, *fw],
+        output_gradients=[tf.cast(rows(d_outputs), output.dtype)]
+        + [rows(ta.stack()) for ta in cot_tas],
+        unconnected_gradients=_ZERO,
+    )
+    dp = tf.reshape(tf.cast(grads[0], p.dtype), tf.shape(p))
+    dw = [tf.cast(g, w.dtype) for g, w in zip(grads[1:], fw)]
+    return dp, d_carry, dw
 
 
 def _merge(weights: list, float_idx: list, float_values) -> list:
