@@ -10,6 +10,7 @@ data, the identification recipe and training plots.
 from keras_mgu import callbacks, datasets, derivatives, plotting, sysid
 from keras_mgu.cell import MGUCell
 from keras_mgu.derivatives import DerivativeTargetModel, input_gradient
+from keras_mgu.fused import FusedCell, FusedRNN
 from keras_mgu.layer import MGU
 
 __version__ = "0.1.0.dev0"
@@ -17,6 +18,8 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "MGU",
     "DerivativeTargetModel",
+    "FusedCell",
+    "FusedRNN",
     "MGUCell",
     "__version__",
     "callbacks",

@@ -104,3 +104,17 @@ def test_derivative_targets_example_learns(tmp_path):
     assert results["loss_last"] < results["loss_first"]
     assert np.isfinite(results["rmse_total"]) and np.isfinite(results["rmse_head_only"])
     assert (tmp_path / "derivative_targets.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_custom_cells_example_trains_every_model(capsys):
+    results = load_example("custom_cells").main(["--quick", "--units", "4"])
+    out = capsys.readouterr().out
+    assert [r["model"] for r in results] == list(load_example("custom_cells").MODELS)
+    for r in results:
+        assert np.isfinite(r["rmse"]) and r["rmse"] > 0
+        if r["model"].startswith("custom"):
+            assert r["fused"]
+        assert re.search(rf"^\| {r['model']} \| (yes|no) \| {r['params']} \|", out, re.MULTILINE)
+    by_name = {r["model"]: r for r in results}
+    assert by_name["custom MGU"]["params"] == by_name["MGU"]["params"]
+    assert by_name["custom GRU"]["params"] == by_name["GRU"]["params"]
