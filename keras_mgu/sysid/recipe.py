@@ -198,7 +198,10 @@ def train_simulator(
     schedule = LearningRateDecayPoints(config.decay_points, decay_rate=config.decay_rate)
     epochs = max(1, -(-config.iterations // config.steps_per_epoch))
     start = time.perf_counter()
-    model.fit(windows, epochs=epochs, verbose=verbose, callbacks=[schedule, stopper, *callbacks])
+    model.fit(
+        windows, epochs=epochs, verbose=verbose, shuffle=False,  # windows are drawn at random
+        callbacks=[schedule, stopper, *callbacks],
+    )  # fmt: skip
     return RunResult(
         model, seed, float(stopper.best_score), int(stopper.best_iteration),
         time.perf_counter() - start, stopper,
