@@ -106,10 +106,25 @@ def report(out: str) -> str:
     return "\n".join(lines)
 
 
+def runs_table(out: str) -> str:
+    """Each run's validation score (standardised) and test RMSE [V], a row per backend and seed."""
+    lines = [
+        "| backend | seed S | runs S, S+1000, ...: validation score / test RMSE (all) |",
+        "|---|---|---|",
+    ]
+    for path in sorted(glob.glob(os.path.join(out, "*_seed*.json"))):
+        with open(path) as f:
+            result = json.load(f)
+        runs = " ; ".join(f"{r['validation']:.3f} / {r['test']:.3f}" for r in result["runs"])
+        lines.append(f"| {result['backend']} | {result['seed']} | {runs} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.report:
         print(report(args.out))
+        print("\nEvery run:\n\n" + runs_table(args.out))
         return 0
     if args.backend:
         os.environ["KERAS_BACKEND"] = args.backend
