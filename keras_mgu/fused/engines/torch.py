@@ -24,7 +24,8 @@ back to the next when it cannot be built:
 
 TorchScript is deprecated in torch; layer 2 needs only public APIs
 (``make_fx`` from ``torch.fx.experimental``), layer 3 none, and the tests run
-all three. Small steps run on one intra-op thread (:data:`SINGLE_THREAD_MACS`).
+all three. Small steps run on one intra-op thread, by the MGU kernel's rule
+(:data:`keras_mgu.kernels.torch.SINGLE_THREAD_MACS`, ``width`` the summed carry sizes).
 """
 
 from __future__ import annotations
@@ -32,21 +33,19 @@ from __future__ import annotations
 import contextlib
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from keras_mgu.fused.step import StepFn
+from keras_mgu.kernels.torch import _loop_threads as mgu_loop_threads
 
 #: Run the forward and backward loops as TorchScript over traced graphs (layer 1).
 SCRIPT_LOOPS = True
 #: Trace ``step`` into an ATen graph (layer 2) or call it as written (layer 3).
 TRACE_STEPS = True
-#: Per-step work (``batch * width**2``, ``width`` the summed carry sizes) up to which
-#: the loops run on one intra-op thread: at that size a thread pool only adds waiting.
-SINGLE_THREAD_MACS = 1 << 20
 
 _PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -290,17 +289,8 @@ def _recorded_vjp(program, m, p, carry, weights, d_outputs, d_final) -> list:
     return result
 
 
-@contextlib.contextmanager
-def _loop_threads(carry: list) -> Iterator[None]:
-    """Run the time loop on one intra-op thread when its steps are small."""
-    threads = torch.get_num_threads()
+def _loop_threads(carry: list) -> contextlib.AbstractContextManager:
+    """The MGU kernel's thread rule, with the carry's total width as the unit count."""
     width = sum(int(c[0].numel()) for c in carry) if carry else 0
     batch = int(carry[0].shape[0]) if carry else 0
-    if threads == 1 or batch * width * width > SINGLE_THREAD_MACS:
-        yield
-        return
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+    return mgu_loop_threads(batch, width)
