@@ -223,6 +223,13 @@ def _backward(step: StepFn, d_outputs, d_final, p, m, prev, weights):
        the recorded cotangents: the gradients of ``p`` and of the weights, as
        large matmuls instead of ``T`` small ones inside the loop.
     """
+    d_carry, cotangents = _reverse_loop(step, d_outputs, d_final, p, m, prev, weights)
+    dp, dw = _rows_vjp(step, d_outputs, cotangents, p, m, prev, weights)
+    return dp, d_carry, dw
+
+
+def _reverse_loop(step: StepFn, d_outputs, d_final, p, m, prev, weights):
+    """Phase 1 of :func:`_backward`: ``dcarry_0`` and the ``(T, B, ...)`` carry cotangents."""
     steps = p.shape[0] if p.shape[0] is not None else tf.shape(p)[0]
     p_ta, dy_ta = _unstack(p), _unstack(d_outputs)
     m_ta = None if m is None else _unstack(m)
@@ -246,6 +253,11 @@ def _backward(step: StepFn, d_outputs, d_final, p, m, prev, weights):
 
     state = (steps - 1, list(d_final), cot_tas)
     _, d_carry, cot_tas = _unrolled_loop(retreat, state, steps)
+    return d_carry, [ta.stack() for ta in cot_tas]
+
+
+def _rows_vjp(step: StepFn, d_outputs, cotangents, p, m, prev, weights):
+    """Phase 2 of :func:`_backward`: ``(dp, dweights)`` from one VJP over all ``T * B`` rows."""
 
     def rows(x):  # (T, B, ...) -> (T * B, ...)
         return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
@@ -263,13 +275,12 @@ def _backward(step: StepFn, d_outputs, d_final, p, m, prev, weights):
     grads = tape.gradient(
         [output, *new],
         [p_rows, *fw],
-        output_gradients=[tf.cast(rows(d_outputs), output.dtype)]
-        + [rows(ta.stack()) for ta in cot_tas],
+        output_gradients=[tf.cast(rows(d_outputs), output.dtype)] + [rows(c) for c in cotangents],
         unconnected_gradients=_ZERO,
     )
     dp = tf.reshape(tf.cast(grads[0], p.dtype), tf.shape(p))
     dw = [tf.cast(g, w.dtype) for g, w in zip(grads[1:], fw)]
-    return dp, d_carry, dw
+    return dp, dw
 
 
 def _merge(weights: list, float_idx: list, float_values) -> list:
