@@ -18,8 +18,11 @@ interleaved rounds (so that load changes on the machine hit all parts alike):
 * the same ``layer fwd``, ``layer fwd+bwd`` and ``train step`` for
   ``keras.layers.RNN`` on the same cell (the cell-loop baseline).
 
-``--hoist both`` also profiles the fused layer with the projection hoisted out
-of the loop and inside it (``HOIST_PROJECTION`` of the TensorFlow engine);
+``--settings`` profiles the fused layer under several settings of the
+TensorFlow engine side by side, e.g. ``hoist=1 hoist=0`` (``HOIST_PROJECTION``:
+the projection hoisted out of the loop or inside each step) or ``loopw=1``
+(``LOOP_WEIGHT_GRADIENTS``: the weight gradients summed inside the reverse
+loop, ``reverse loop, weight gradients in it``, instead of the ``rows VJP``);
 by default the engine's own choice runs.
 
 Usage::
@@ -48,8 +51,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.custom_cells import SHAPES, _cells_module  # noqa: E402
 
 
-def _parts(cell_name: str, shape: tuple, hoist: bool | None, cells) -> dict:
-    """``{part name: zero-argument callable}`` for one cell, shape and projection setting."""
+def _parts(cell_name: str, shape: tuple, settings: dict, cells) -> dict:
+    """``{part name: zero-argument callable}`` for one cell, shape and engine settings."""
     import keras
     import tensorflow as tf
 
@@ -60,10 +63,10 @@ def _parts(cell_name: str, shape: tuple, hoist: bool | None, cells) -> dict:
     rng = np.random.default_rng(0)
     x = tf.constant(rng.standard_normal((batch, steps, features)).astype("float32"))
     y = tf.constant(rng.standard_normal((batch, steps, 1)).astype("float32"))
-    saved = engine.HOIST_PROJECTION
-    if hoist is not None:
-        engine.HOIST_PROJECTION = hoist
-    tag = {None: "", True: " (hoisted)", False: " (in step)"}[hoist]
+    saved = {name: getattr(engine, name) for name in settings}
+    for name, value in settings.items():
+        setattr(engine, name, value)
+    tag = f" ({_describe(settings)})" if settings else ""
     try:
         keras.utils.set_random_seed(0)
         layer = keras_mgu.FusedRNN(cells.CUSTOM_CELLS[cell_name](units), return_sequences=True)
@@ -72,7 +75,8 @@ def _parts(cell_name: str, shape: tuple, hoist: bool | None, cells) -> dict:
         parts = _layer_parts(layer, model, x, y, "FusedRNN", tag)
 
         # The engine's compiled pieces, on the inputs the layer gives them.
-        cell, do_hoist = layer.cell, engine.HOIST_PROJECTION
+        cell = layer.cell
+        do_hoist = engine.hoist_projection(cell)
         step = layer._step_function(False, project=not do_hoist)
         compiled = engine._compiled(step)
         p = engine._time_major(cell.project_inputs(x) if do_hoist else x)
@@ -85,12 +89,19 @@ def _parts(cell_name: str, shape: tuple, hoist: bool | None, cells) -> dict:
             lambda *a: engine._reverse_loop(step, *a), jit_compile=True, autograph=False
         )
         rows = tf.function(lambda *a: engine._rows_vjp(step, *a), jit_compile=True, autograph=False)
+        whole = tf.function(
+            lambda *a: engine._reverse_loop_all(step, *a), jit_compile=True, autograph=False
+        )
         _, cotangents = reverse(d_out, d_final, p, None, prev, weights)
         parts[f"forward loop{tag}"] = lambda: compiled["forward"](p, None, carry, weights)
         parts[f"reverse loop{tag}"] = lambda: reverse(d_out, d_final, p, None, prev, weights)
         parts[f"rows VJP{tag}"] = lambda: rows(d_out, cotangents, p, None, prev, weights)
+        parts[f"reverse loop, weight gradients in it{tag}"] = lambda: whole(
+            d_out, d_final, p, None, prev, weights
+        )
     finally:
-        engine.HOIST_PROJECTION = saved
+        for name, value in saved.items():
+            setattr(engine, name, value)
     return parts
 
 
@@ -143,7 +154,7 @@ def _time(parts: dict, repeats: int, calls: int) -> dict:
     import keras
 
     times = {name: [] for name in parts}
-    for name, fn in parts.items():  # warm-up
+    for fn in parts.values():  # warm-up
         keras.ops.convert_to_numpy(keras.tree.flatten(fn())[0])
     for _ in range(repeats):
         for name, fn in parts.items():
@@ -157,7 +168,13 @@ def _time(parts: dict, repeats: int, calls: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", nargs="+", default=["GRU:S", "LSTM:M"], help="CELL:SHAPE")
-    parser.add_argument("--hoist", choices=["engine", "both"], default="engine")
+    parser.add_argument(
+        "--settings",
+        nargs="+",
+        default=["engine"],
+        help="engine settings to profile side by side: 'engine' (its defaults) or "
+        "comma-separated flags, e.g. hoist=1,loopw=0 (HOIST_PROJECTION, LOOP_WEIGHT_GRADIENTS)",
+    )
     parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--calls", type=int, default=3, help="timed calls per part and round")
     args = parser.parse_args(argv)
@@ -172,8 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         cell_name, label = case.split(":")
         shape = SHAPES[label]
         parts = {}
-        for hoist in (None,) if args.hoist == "engine" else (True, False):
-            parts.update(_parts(cell_name, shape, hoist, cells))
+        for setting in args.settings:
+            parts.update(_parts(cell_name, shape, _parse(setting), cells))
         parts.update(_baselines(cell_name, shape, cells))
         times = _time(parts, args.repeats, args.calls)
         b, t, d, h = shape
@@ -185,6 +202,22 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {name} | {1000 * statistics.median(ts):.1f} | {1000 * min(ts):.1f} |")
         sys.stdout.flush()
     return 0
+
+
+FLAGS = {"hoist": "HOIST_PROJECTION", "loopw": "LOOP_WEIGHT_GRADIENTS"}
+
+
+def _parse(setting: str) -> dict:
+    """``"hoist=1,loopw=0"`` -> ``{"HOIST_PROJECTION": True, "LOOP_WEIGHT_GRADIENTS": False}``."""
+    if setting == "engine":
+        return {}
+    pairs = (item.split("=") for item in setting.split(","))
+    return {FLAGS[key]: bool(int(value)) for key, value in pairs}
+
+
+def _describe(settings: dict) -> str:
+    short = {v: k for k, v in FLAGS.items()}
+    return ",".join(f"{short[k]}={int(v)}" for k, v in settings.items())
 
 
 def _order(name: str) -> tuple:
