@@ -173,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         default=["engine"],
         help="engine settings to profile side by side: 'engine' (its defaults) or "
-        "comma-separated flags, e.g. hoist=1,loopw=0 (HOIST_PROJECTION, LOOP_WEIGHT_GRADIENTS)",
+        "comma-separated flags, e.g. hoist=1,loopw=0,unroll=2 (HOIST_PROJECTION, "
+        "LOOP_WEIGHT_GRADIENTS, UNROLL)",
     )
     parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--calls", type=int, default=3, help="timed calls per part and round")
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-FLAGS = {"hoist": "HOIST_PROJECTION", "loopw": "LOOP_WEIGHT_GRADIENTS"}
+FLAGS = {"hoist": "HOIST_PROJECTION", "loopw": "LOOP_WEIGHT_GRADIENTS", "unroll": "UNROLL"}
 
 
 def _parse(setting: str) -> dict:
@@ -212,7 +213,7 @@ def _parse(setting: str) -> dict:
     if setting == "engine":
         return {}
     pairs = (item.split("=") for item in setting.split(","))
-    return {FLAGS[key]: bool(int(value)) for key, value in pairs}
+    return {FLAGS[k]: int(v) if k == "unroll" else bool(int(v)) for k, v in pairs}
 
 
 def _describe(settings: dict) -> str:
