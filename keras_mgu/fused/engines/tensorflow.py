@@ -50,8 +50,8 @@ HOIST_MAX_STATE = 32
 #: loop exactly when the projection is not hoisted (see :func:`loop_weight_gradients`).
 #: Measured per training step: in the loop 1.2x faster for a peephole LSTM of 64 units
 #: (the rows VJP runs the step's forward again over every row, large matmuls at 64 units)
-#: and 1.3x faster for a user GRU of 8 units, but 1.1x slower for that LSTM at 8 units and
-#: 1.5x slower for an MGU cell at 8 units, where the rows VJP is cheap.
+#: and 1.3x faster for a user GRU of 8 units, but 1.1x slower for that LSTM at 8 units
+#: (and its forward and backward 1.2x, an MGU cell's 1.5x), where the rows VJP is cheap.
 LOOP_WEIGHT_GRADIENTS = "auto"
 
 _ZERO = tf.UnconnectedGradients.ZERO
