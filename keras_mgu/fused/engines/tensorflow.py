@@ -37,9 +37,9 @@ UNROLL = 1
 #: Project the whole sequence before the loop (True), inside each step (False), or
 #: ``"auto"``: hoisted for cells whose states total at most :data:`HOIST_MAX_STATE`
 #: units (see :func:`hoist_projection`). Measured on a 2-core CPU with 2 input features
-#: (``benchmarks/custom_cells_profile.py``): a user GRU of 8 units trained 1.15x to 1.4x
+#: (``benchmarks/custom_cells_profile.py``): a user GRU of 8 units trained 1.4x to 1.5x
 #: faster hoisted, a peephole LSTM of 8 units about as fast either way, and one of 64
-#: units 1.3x faster with the projection inside the step, where XLA fuses the small
+#: units 1.15x to 1.3x faster with the projection inside the step, where XLA fuses the small
 #: per-step matmul while a hoisted ``(T, B, P)`` projection and its gradient are more
 #: memory to stream through the loops.
 HOIST_PROJECTION = "auto"
