@@ -366,13 +366,25 @@ def test_torch_untraceable_step_runs_as_written(rng):
     np.testing.assert_allclose(to_numpy(outputs), to_numpy(p))
 
 
+ENGINE_SETTINGS = [
+    {
+        "HOIST_PROJECTION": True,
+        "UNROLL": 3,
+        "LOOP_WEIGHT_GRADIENTS": False,
+        "DERIVED_BACKWARD": True,
+    },
+    {"HOIST_PROJECTION": False, "LOOP_WEIGHT_GRADIENTS": True},
+]
+
+
 @pytest.mark.skipif(BACKEND not in ("tensorflow", "jax"), reason="engine settings of TF and JAX")
-def test_engine_settings_give_the_same_gradients(rng, monkeypatch):
-    """Hoisted projection, unrolled loops (TF) and the derived backward (JAX) change no number."""
+@pytest.mark.parametrize("settings", ENGINE_SETTINGS, ids=["hoisted-unrolled-rows", "in-step"])
+def test_engine_settings_give_the_same_gradients(rng, monkeypatch, settings):
+    """Hoisted or in-step projection, unrolled loops and the weight gradients in the
+    reverse loop or after it (TF), and the derived backward (JAX) change no number."""
     engine = keras_mgu.fused.engines.engine_module()
-    monkeypatch.setattr(engine, "HOIST_PROJECTION", True)
-    monkeypatch.setattr(engine, "UNROLL", 3, raising=False)
-    monkeypatch.setattr(engine, "DERIVED_BACKWARD", True, raising=False)
+    for name, value in settings.items():
+        monkeypatch.setattr(engine, name, value, raising=name == "HOIST_PROJECTION")
     fused, plain, weights = twins(rng, "lstm", return_sequences=True, return_state=True)
     x = rng.standard_normal((B, T, D)).astype("float32")
     mask = keras.ops.convert_to_tensor(random_mask(rng))

@@ -119,6 +119,8 @@ class FusedRNN(keras.layers.RNN):
         states = list(states) if isinstance(states, (list, tuple)) else [states]
         engine = engines.engine_module()
         hoist = getattr(engine, "HOIST_PROJECTION", True)
+        if hoist == "auto":
+            hoist = engine.hoist_projection(self.cell)
         projected = self.cell.project_inputs(sequences) if hoist else sequences
         masked = mask is not None
         zeros = ops.zeros((ops.shape(sequences)[0], self.cell.output_size), self.cell.compute_dtype)

@@ -83,6 +83,7 @@ def make_step(
             new_states = [ops.cast(output, carry[0].dtype), *new_states]
         return output, new_states
 
+    step.projects_inputs = project  # engines may choose their loops by it
     return step
 
 

@@ -1,20 +1,21 @@
 """Fused engine for the TensorFlow backend: XLA-compiled loops and a derived backward.
 
 The forward pass is one XLA-compiled ``tf.while_loop`` over the inputs ``p_t``
-(projected inside each step, see :data:`HOIST_PROJECTION`) that records
-nothing for autodiff; besides the outputs it
-keeps the carry entering every step. The backward pass (``tf.custom_gradient``)
-is a second XLA-compiled loop, in reverse, that runs the vector-Jacobian
-product of the cell's ``step`` with respect to the carry at every step::
+(projected before the loop or inside each step, see :data:`HOIST_PROJECTION`)
+that records nothing for autodiff; besides the outputs it keeps the carry
+entering every step. The backward pass (``tf.custom_gradient``) is a second
+XLA-compiled loop, in reverse, that runs the vector-Jacobian product of the
+cell's ``step`` at every step::
 
-    dcarry_{t-1} = vjp(step at (p_t, carry_{t-1}, w))(dy_t, dcarry_t)
+    dcarry_{t-1}, dp_t, dw_t = vjp(step at (p_t, carry_{t-1}, w))(dy_t, dcarry_t)
 
-carrying only ``dcarry``; the gradients of ``p`` and of the weights then come
-from one vector-Jacobian product of ``step`` over all ``T * B`` rows at once
-(time folded into the batch), as large matmuls outside the loop. With a hoisted projection the
-gradients of ``project_inputs`` would follow from ``dp`` by ordinary autodiff
-outside, once over the whole sequence; the weights enter the loops as
-loop-invariant arguments.
+carrying ``dcarry`` and the running sum of ``dw_t`` (:data:`LOOP_WEIGHT_GRADIENTS`;
+otherwise the loop takes the VJP with respect to the carry only and the
+gradients of ``p`` and of the weights come from one vector-Jacobian product of
+``step`` over all ``T * B`` rows at once after it, time folded into the batch).
+With a hoisted projection the gradients of ``project_inputs`` follow from
+``dp`` by ordinary autodiff outside, once over the whole sequence; the weights
+enter the loops as loop-invariant arguments.
 
 Second order: the backward pass is itself a ``tf.custom_gradient`` whose
 gradient differentiates a plain (non-XLA) twin, the vector-Jacobian product of
@@ -33,14 +34,43 @@ from keras_mgu.fused.step import StepFn
 
 #: Time steps per iteration of the XLA while loops (2 and 4 measured no faster on CPU).
 UNROLL = 1
-#: Project the whole sequence before the loop (True) or inside each step (False). Inside
-#: measured as fast at 8 units and faster at 64 (with 2 input features): XLA fuses the
-#: small per-step projection into the step, while a hoisted ``(T, B, P)`` projection
-#: and its gradient are more memory to stream through the loops.
-HOIST_PROJECTION = False
+#: Project the whole sequence before the loop (True), inside each step (False), or
+#: ``"auto"``: hoisted for cells whose states total at most :data:`HOIST_MAX_STATE`
+#: units (see :func:`hoist_projection`). Measured on a 2-core CPU with 2 input features
+#: (``benchmarks/custom_cells_profile.py``): a user GRU of 8 units trained 1.4x to 1.5x
+#: faster hoisted, a peephole LSTM of 8 units about as fast either way, and one of 64
+#: units 1.15x to 1.3x faster with the projection inside the step, where XLA fuses the small
+#: per-step matmul while a hoisted ``(T, B, P)`` projection and its gradient are more
+#: memory to stream through the loops.
+HOIST_PROJECTION = "auto"
+#: The largest total state size (units summed over the states) that ``"auto"`` hoists.
+HOIST_MAX_STATE = 32
+#: Sum the weight gradients inside the reverse loop (True), take them, with the input
+#: gradients, from one VJP over all ``T * B`` rows after it (False), or ``"auto"``: in the
+#: loop exactly when the projection is not hoisted (see :func:`loop_weight_gradients`).
+#: Measured per training step: in the loop 1.2x faster for a peephole LSTM of 64 units
+#: (the rows VJP runs the step's forward again over every row, large matmuls at 64 units)
+#: and 1.3x faster for a user GRU of 8 units, but 1.1x slower for that LSTM at 8 units
+#: (and its forward and backward 1.2x, an MGU cell's 1.5x), where the rows VJP is cheap.
+LOOP_WEIGHT_GRADIENTS = "auto"
 
 _ZERO = tf.UnconnectedGradients.ZERO
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def hoist_projection(cell: Any) -> bool:
+    """Whether the layer hoists ``cell``'s projection (:data:`HOIST_PROJECTION`)."""
+    if HOIST_PROJECTION != "auto":
+        return bool(HOIST_PROJECTION)
+    sizes = cell.state_size if isinstance(cell.state_size, (list, tuple)) else [cell.state_size]
+    return sum(sizes) <= HOIST_MAX_STATE
+
+
+def loop_weight_gradients(hoisted: bool) -> bool:
+    """Whether the reverse loop sums the weight gradients (:data:`LOOP_WEIGHT_GRADIENTS`)."""
+    if LOOP_WEIGHT_GRADIENTS != "auto":
+        return bool(LOOP_WEIGHT_GRADIENTS)
+    return not hoisted
 
 
 def run(
@@ -223,6 +253,48 @@ def _backward(step: StepFn, d_outputs, d_final, p, m, prev, weights):
        the recorded cotangents: the gradients of ``p`` and of the weights, as
        large matmuls instead of ``T`` small ones inside the loop.
     """
+    if loop_weight_gradients(hoisted=not getattr(step, "projects_inputs", False)):
+        return _reverse_loop_all(step, d_outputs, d_final, p, m, prev, weights)
+    d_carry, cotangents = _reverse_loop(step, d_outputs, d_final, p, m, prev, weights)
+    dp, dw = _rows_vjp(step, d_outputs, cotangents, p, m, prev, weights)
+    return dp, d_carry, dw
+
+
+def _reverse_loop_all(step: StepFn, d_outputs, d_final, p, m, prev, weights):
+    """The whole backward in one reverse loop: ``(dp, dcarry_0, dweights)``, dweights summed."""
+    steps = p.shape[0] if p.shape[0] is not None else tf.shape(p)[0]
+    p_ta, dy_ta = _unstack(p), _unstack(d_outputs)
+    m_ta = None if m is None else _unstack(m)
+    prev_tas = [_unstack(x) for x in prev]
+    dp_ta = tf.TensorArray(p.dtype, size=steps, element_shape=p.shape[1:])
+    float_w = [i for i, w in enumerate(weights) if _is_float(w)]
+    fw = [weights[i] for i in float_w]
+    n_c = len(prev)
+
+    def retreat(t, d_carry, dw, dp_ta):
+        carry = [ta.read(t) for ta in prev_tas]
+        p_t = p_ta.read(t)
+        with tf.GradientTape() as tape:
+            tape.watch([*carry, p_t, *fw])
+            m_t = None if m_ta is None else m_ta.read(t)
+            output, new = step(p_t, m_t, carry, _merge(weights, float_w, fw))
+        grads = tape.gradient(
+            [output, *new],
+            [*carry, p_t, *fw],
+            output_gradients=[tf.cast(dy_ta.read(t), output.dtype), *d_carry],
+            unconnected_gradients=_ZERO,
+        )
+        d_prev = [tf.cast(g, c.dtype) for g, c in zip(grads[:n_c], carry)]
+        dw = [a + tf.cast(g, a.dtype) for a, g in zip(dw, grads[n_c + 1 :])]
+        return t - 1, d_prev, dw, dp_ta.write(t, tf.cast(grads[n_c], p.dtype))
+
+    state = (steps - 1, list(d_final), [tf.zeros_like(w) for w in fw], dp_ta)
+    _, d_carry, dw, dp_ta = _unrolled_loop(retreat, state, steps)
+    return dp_ta.stack(), d_carry, dw
+
+
+def _reverse_loop(step: StepFn, d_outputs, d_final, p, m, prev, weights):
+    """Phase 1 of :func:`_backward`: ``dcarry_0`` and the ``(T, B, ...)`` carry cotangents."""
     steps = p.shape[0] if p.shape[0] is not None else tf.shape(p)[0]
     p_ta, dy_ta = _unstack(p), _unstack(d_outputs)
     m_ta = None if m is None else _unstack(m)
@@ -246,6 +318,11 @@ def _backward(step: StepFn, d_outputs, d_final, p, m, prev, weights):
 
     state = (steps - 1, list(d_final), cot_tas)
     _, d_carry, cot_tas = _unrolled_loop(retreat, state, steps)
+    return d_carry, [ta.stack() for ta in cot_tas]
+
+
+def _rows_vjp(step: StepFn, d_outputs, cotangents, p, m, prev, weights):
+    """Phase 2 of :func:`_backward`: ``(dp, dweights)`` from one VJP over all ``T * B`` rows."""
 
     def rows(x):  # (T, B, ...) -> (T * B, ...)
         return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
@@ -263,13 +340,12 @@ def _backward(step: StepFn, d_outputs, d_final, p, m, prev, weights):
     grads = tape.gradient(
         [output, *new],
         [p_rows, *fw],
-        output_gradients=[tf.cast(rows(d_outputs), output.dtype)]
-        + [rows(ta.stack()) for ta in cot_tas],
+        output_gradients=[tf.cast(rows(d_outputs), output.dtype)] + [rows(c) for c in cotangents],
         unconnected_gradients=_ZERO,
     )
     dp = tf.reshape(tf.cast(grads[0], p.dtype), tf.shape(p))
     dw = [tf.cast(g, w.dtype) for g, w in zip(grads[1:], fw)]
-    return dp, d_carry, dw
+    return dp, dw
 
 
 def _merge(weights: list, float_idx: list, float_values) -> list:
