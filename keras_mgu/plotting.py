@@ -14,7 +14,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from keras_mgu.callbacks import WeightedEarlyStopping, _write_atomically
+from keras_mgu.callbacks.early_stopping import WeightedEarlyStopping, _write_atomically
 
 _RAW_STYLE = {"color": "tab:blue", "alpha": 0.35, "linewidth": 0.8}
 _SMOOTH_STYLE = {"color": "tab:blue", "linewidth": 1.8}

@@ -1,0 +1,16 @@
+"""Training callbacks for recurrent system-identification runs.
+
+* :mod:`~keras_mgu.callbacks.decay`: ``LearningRateDecayPoints`` multiplies the
+  learning rate by a constant factor at fixed fractions of the run.
+* :mod:`~keras_mgu.callbacks.early_stopping`: ``WeightedEarlyStopping`` scores
+  the model every N training batches (or at each epoch end) with a weighted sum
+  of logged metrics, keeps the best weights, optionally stops early and
+  checkpoints the best model atomically.
+
+Both work on the TensorFlow, JAX and PyTorch backends.
+"""
+
+from keras_mgu.callbacks.decay import LearningRateDecayPoints, decay_epochs
+from keras_mgu.callbacks.early_stopping import SAVE_SUFFIXES, WeightedEarlyStopping
+
+__all__ = ["SAVE_SUFFIXES", "LearningRateDecayPoints", "WeightedEarlyStopping", "decay_epochs"]
