@@ -23,6 +23,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import glob
 import json
 import os
@@ -57,15 +58,15 @@ def run_seed(data, seed: int, restarts: int) -> dict:
     found = sysid.identify(data, restarts=restarts, seed=seed, verbose=0)
     runs = []
     for run in found.runs:
-        found.model = run.model
+        chosen_run = dataclasses.replace(found, model=run.model)
         runs.append(
             {
                 "seed": run.seed,
                 "validation": run.validation_score,
                 "best_iteration": run.best_iteration,
                 "seconds": round(run.seconds, 1),
-                "test": found.score(data.test),
-                "test_benchmark": found.score(data.test, "benchmark"),
+                "test": chosen_run.score(data.test),
+                "test_benchmark": chosen_run.score(data.test, "benchmark"),
             }
         )
         print(f"  {runs[-1]}", file=sys.stderr, flush=True)

@@ -22,6 +22,15 @@ from keras_mgu.cell import _CELL_ARGS, MGUCell
 IMPLEMENTATIONS = ("auto", "fused", "cell")
 
 
+def check_implementation(implementation: Any) -> None:
+    """Refuse an ``implementation`` other than ``"auto"``, ``"fused"`` or ``"cell"``."""
+    if implementation not in IMPLEMENTATIONS:
+        raise ValueError(
+            f"`implementation` must be one of {IMPLEMENTATIONS}; "
+            f"received implementation={implementation!r}."
+        )
+
+
 def _activation_name(fn: Any) -> str | None:
     try:
         name = activations.serialize(fn)
@@ -101,11 +110,7 @@ class MGU(keras.layers.RNN):
         implementation: str = "auto",
         **kwargs: Any,
     ) -> None:
-        if implementation not in IMPLEMENTATIONS:
-            raise ValueError(
-                f"`implementation` must be one of {IMPLEMENTATIONS}; "
-                f"received implementation={implementation!r}."
-            )
+        check_implementation(implementation)
         cell = MGUCell(
             units,
             activation=activation,

@@ -22,8 +22,7 @@ from keras import ops
 from keras_mgu.fused import engines
 from keras_mgu.fused.cell import FusedCell
 from keras_mgu.fused.step import StepFn, initial_carry, make_step
-
-IMPLEMENTATIONS = ("auto", "fused", "cell")
+from keras_mgu.layer import check_implementation
 
 
 @keras.saving.register_keras_serializable(package="keras_mgu")
@@ -64,11 +63,7 @@ class FusedRNN(keras.layers.RNN):
         implementation: str = "auto",
         **kwargs: Any,
     ) -> None:
-        if implementation not in IMPLEMENTATIONS:
-            raise ValueError(
-                f"`implementation` must be one of {IMPLEMENTATIONS}; "
-                f"received implementation={implementation!r}."
-            )
+        check_implementation(implementation)
         super().__init__(
             cell,
             return_sequences=return_sequences,
