@@ -4,8 +4,11 @@ Every model is ``Input((T, D)) -> <rnn>(H, return_sequences=True) -> Dense(1)``
 trained with Adam on a mean-squared error, on a fixed random data set of
 ``--batches`` batches of ``B`` sequences. The recurrent layers compared are
 
-* ``MGU`` (``implementation="auto"``: the fused kernel where the backend has
-  one, else the cell loop; the path taken is reported),
+* ``MGU`` (``implementation="auto"``: the native loops of
+  :mod:`keras_mgu.native` where they serve, else the backend's fused kernel,
+  else the cell loop; the kernel that ran is reported),
+* ``MGU-fused`` (the same with the native loops turned off: the backend's own
+  fused kernel, as before the native loops existed),
 * ``MGU-cell`` (``implementation="cell"``, the plain Keras cell loop),
 * ``keras.layers.GRU`` and ``keras.layers.LSTM``,
 * on request (``--models BiMGU BiGRU``), ``keras.layers.Bidirectional`` around
@@ -68,7 +71,7 @@ from memory import PeakMemory  # benchmarks/memory.py, beside this script
 
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 TORCH_NN = "torch.nn"
-KERAS_MODELS = ("MGU", "MGU-cell", "GRU", "LSTM")
+KERAS_MODELS = ("MGU", "MGU-fused", "MGU-cell", "GRU", "LSTM")
 TORCH_NN_MODELS = ("GRU", "LSTM")
 BUILTIN_MODELS = ("GRU", "LSTM")
 #: Run only when asked for with ``--models``.
@@ -100,9 +103,11 @@ def _dataset(shape: Shape, batches: int) -> tuple[np.ndarray, np.ndarray]:
 def _keras_rnn(name: str, units: int) -> Any:
     import keras
 
-    if name == "MGU":
-        from keras_mgu import MGU
+    if name in ("MGU", "MGU-fused"):
+        from keras_mgu import MGU, kernels
 
+        # Read when the training function is traced (the warm-up fit, next).
+        kernels.backend_module().NATIVE = name == "MGU"
         return MGU(units, return_sequences=True)
     if name == "MGU-cell":
         from keras_mgu import MGU
@@ -148,7 +153,10 @@ def _keras_trainer(name: str, shape: Shape) -> tuple[Trainer, dict]:
         return timer.steps
 
     layer = getattr(rnn, "forward_layer", rnn)  # a Bidirectional's layers run alike
-    facts = {"fused": bool(getattr(layer, "uses_fused_path", False)) if "MGU" in name else None}
+    facts = {
+        "fused": bool(getattr(layer, "uses_fused_path", False)) if "MGU" in name else None,
+        "kernel": getattr(layer, "kernel_in_use", None) if "MGU" in name else None,
+    }
     return train, facts
 
 
@@ -426,7 +434,9 @@ def _model_label(record: dict) -> str:
     if record["backend"] == TORCH_NN:
         return f"torch.nn.{record['model']}"
     if record["model"] == "MGU":
-        return "MGU (auto: fused)" if record.get("fused") else "MGU (auto: cell loop)"
+        return f"MGU (auto: {record.get('kernel') or ('fused' if record.get('fused') else 'cell')})"
+    if record["model"] == "MGU-fused":
+        return "MGU (backend's fused kernel)"
     if record["model"] == "MGU-cell":
         return "MGU (cell)"
     if record["model"] == "BiMGU":

@@ -185,6 +185,23 @@ class MGU(keras.layers.RNN):
             return False
         return bool(getattr(module, "AVAILABLE", False))
 
+    @property
+    def kernel_in_use(self) -> str:
+        """Which code runs the time loop: ``"native"``, ``"fused"`` or ``"cell"``.
+
+        ``"native"``: the compiled loops of :mod:`keras_mgu.native`;
+        ``"fused"``: the backend's fused kernel (:mod:`keras_mgu.kernels`);
+        ``"cell"``: the Keras cell loop. On TensorFlow, a function compiled
+        with XLA (``jit_compile=True``) runs the fused kernel instead of the
+        native loops.
+        """
+        if not self.uses_fused_path:
+            return "cell"
+        module = kernels.backend_module()
+        serves = getattr(module, "native_serves", None)
+        dtype = keras.backend.standardize_dtype(self.compute_dtype)
+        return "native" if serves is not None and serves(dtype, self.units) else "fused"
+
     # ------------------------------------------------------------------ build
     def build(self, sequences_shape: tuple, initial_state_shape: Any = None) -> None:
         _check_sequences_shape(sequences_shape)

@@ -32,6 +32,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from keras_mgu.native import jax as native_jax
+
 AVAILABLE = True
 
 #: Time steps per iteration of the forward ``lax.scan`` loop (1 measured fastest
@@ -44,6 +46,10 @@ CUSTOM_VJP = True
 #: Up to this many units the forward loop's recurrent matmuls are written as
 #: broadcast-multiply-sum, which XLA fuses with the gate activations.
 SMALL_MATMUL_UNITS = 8
+#: Run the compiled loops of :mod:`keras_mgu.native` where they serve (CPU,
+#: float32/64, up to :data:`keras_mgu.native.jax.MAX_UNITS` units, the library
+#: built); ``KERAS_MGU_NATIVE=0`` turns them off too.
+NATIVE = True
 #: From this many units on, the backward loop accumulates ``dU`` step by step;
 #: below it ``dU`` is one contraction over all steps after the loop.
 LOOP_WEIGHT_GRAD_UNITS = 32
@@ -186,15 +192,74 @@ def _recurrence_autodiff(xw, h0, u, m, activation, recurrent_activation):
 @partial(jax.custom_vjp, nondiff_argnums=(4, 5))
 def _recurrence_vjp(xw, h0, u, m, activation, recurrent_activation):
     """Forward loop with the hand-written backward pass through time."""
-    return _forward_loop(xw, h0, u, m, activation, recurrent_activation)[:2]
+    return _any_forward_loop(xw, h0, u, m, activation, recurrent_activation)[:2]
 
 
 def _recurrence_fwd(xw, h0, u, m, activation, recurrent_activation):
-    hs, h_last, saved = _forward_loop(xw, h0, u, m, activation, recurrent_activation)
+    hs, h_last, saved = _any_forward_loop(xw, h0, u, m, activation, recurrent_activation)
     return (hs, h_last), (saved, u, m)
 
 
 def _recurrence_bwd(activation, recurrent_activation, residuals, cotangents):
+    """The backward pass: the native loop where it serves, else :func:`_scan_backward`."""
+    saved, u, m = residuals
+    if _use_native(saved.dtype, u.shape[0]):
+        d_hs, d_last = cotangents
+        dxw, dh0, du = _native_backward(saved, u, m, d_hs, d_last, activation, recurrent_activation)
+        return dxw, dh0, du, None
+    return _scan_backward(activation, recurrent_activation, residuals, cotangents)
+
+
+# ---------------------------------------------------------------- native loops
+def _use_native(dtype, units: int) -> bool:
+    """Whether the compiled loops of :mod:`keras_mgu.native` run this call."""
+    return NATIVE and native_jax.usable(dtype, units)
+
+
+def _any_forward_loop(xw, h0, u, m, activation, recurrent_activation):
+    """:func:`_forward_loop`, or its native twin where that serves."""
+    if _use_native(xw.dtype, u.shape[0]):
+        hs, saved = _native_forward(xw, h0, u, m, activation, recurrent_activation)
+        return hs, hs[-1], saved
+    return _forward_loop(xw, h0, u, m, activation, recurrent_activation)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(4, 5))
+def _native_forward(xw, h0, u, m, activation, recurrent_activation):
+    """``(hs, saved)`` from the native loop; differentiated through :func:`_forward_loop`."""
+    return native_jax.forward(xw, h0, u, m, activation, recurrent_activation)
+
+
+@_native_forward.defjvp
+def _native_forward_jvp(activation, recurrent_activation, primals, tangents):
+    xw, h0, u, m = primals
+
+    def twin(xw, h0, u):
+        hs, _, saved = _forward_loop(xw, h0, u, m, activation, recurrent_activation)
+        return hs, saved
+
+    return jax.jvp(twin, (xw, h0, u), tuple(tangents[:3]))
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(5, 6))
+def _native_backward(saved, u, m, d_hs, d_last, activation, recurrent_activation):
+    """``(dxw, dh0, du)`` from the native loop; differentiated through :func:`_scan_backward`."""
+    return native_jax.backward(d_hs, d_last, saved, u, m, activation, recurrent_activation)
+
+
+@_native_backward.defjvp
+def _native_backward_jvp(activation, recurrent_activation, primals, tangents):
+    saved, u, m, d_hs, d_last = primals
+
+    def twin(saved, u, d_hs, d_last):
+        residuals, cotangents = (saved, u, m), (d_hs, d_last)
+        return _scan_backward(activation, recurrent_activation, residuals, cotangents)[:3]
+
+    tangents = (tangents[0], tangents[1], tangents[3], tangents[4])
+    return jax.jvp(twin, (saved, u, d_hs, d_last), tangents)
+
+
+def _scan_backward(activation, recurrent_activation, residuals, cotangents):
     """Reverse loop over ``dL/dh`` emitting ``dz_t = [dz_f | dz_c]`` per step.
 
     Per step, with ``g = dL/dh_t`` and ``f, c, h = f_t, c_t, h_{t-1}``::
@@ -250,3 +315,9 @@ def _recurrence_bwd(activation, recurrent_activation, residuals, cotangents):
 
 
 _recurrence_vjp.defvjp(_recurrence_fwd, _recurrence_bwd)
+
+
+def native_serves(dtype: str, units: int) -> bool:
+    """Whether calls in ``dtype`` with ``units`` units run the native loops."""
+    dtype = "float32" if dtype in ("float16", "bfloat16") else dtype
+    return _use_native(dtype, units)

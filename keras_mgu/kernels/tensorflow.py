@@ -37,7 +37,13 @@ from collections.abc import Callable
 import tensorflow as tf
 from tensorflow.python.eager import record
 
+from keras_mgu.native import tensorflow as native_tf
+
 AVAILABLE = True
+#: Run the compiled loops of :mod:`keras_mgu.native` where they serve (float32/64,
+#: up to :data:`keras_mgu.native.tensorflow.MAX_UNITS` units, outside XLA, the
+#: library built); ``KERAS_MGU_NATIVE=0`` turns them off too.
+NATIVE = True
 
 #: name -> (function, derivative expressed through the function's output y).
 _ACTIVATIONS: dict[str, tuple[Callable, Callable]] = {
@@ -109,7 +115,7 @@ def mgu_sequence(
         xw = tf.reverse(xw, [0])
         m = None if m is None else tf.reverse(m, [0])
 
-    h_seq = _recurrence(xw, h0, u, m, activations)
+    h_seq = _recurrence(xw, h0, u, m, activations, (activation, recurrent_activation))
     outputs = tf.cast(tf.transpose(h_seq, [1, 0, 2]), dtype)
     return outputs, outputs[:, -1]
 
@@ -157,21 +163,40 @@ def _inference_graph() -> bool:
     return not tf.executing_eagerly() and not record.could_possibly_record()
 
 
-def _recurrence(xw, h0, u, m, activations) -> tf.Tensor:
-    """The MGU time loop ``(T, B, 2H) -> (T, B, H)`` with the hand-written backward."""
+def _recurrence(xw, h0, u, m, activations, names) -> tf.Tensor:
+    """The MGU time loop ``(T, B, 2H) -> (T, B, H)`` with the hand-written backward.
+
+    The loops are the compiled ones of :mod:`keras_mgu.native` where they serve
+    (see :data:`NATIVE`), else XLA-compiled ``tf.while_loop`` s.
+    """
     if _inference_graph():
         return _forward(xw, h0, u, m, activations=activations)
     own_output = []
+    use_native = NATIVE and native_tf.usable(xw.dtype, u.shape[0])
+    mask = native_tf.as_numpy_mask(m) if use_native else None
+    saved = []
 
     @tf.custom_gradient
     def recurrence(xw, h0, u):
-        forward = _loop_function(_forward, activations, m is not None, jit_compile=True)
-        h_seq = forward(*(tf.stop_gradient(t) for t in (xw, h0, u)), m)
+        args = [tf.stop_gradient(t) for t in (xw, h0, u)]
+        if use_native:
+            h_seq, saved_t = native_tf.forward(*args, mask, *names)
+            saved.append(saved_t)
+        else:
+            forward = _loop_function(_forward, activations, m is not None, jit_compile=True)
+            h_seq = forward(*args, m)
 
         def grad(dh_seq):
             # The states are read from the op's own output so that a second
             # differentiation of this function goes through this op again.
-            return _backward_through_time(dh_seq, own_output[0], xw, h0, u, m, activations)
+            if use_native:
+
+                def fast(dh_seq, h_seq, xw, h0, u, m):
+                    return native_tf.backward(dh_seq, saved[0], u, mask, *names)
+
+            else:
+                fast = _loop_function(_backward, activations, m is not None, jit_compile=True)
+            return _backward_through_time(fast, dh_seq, own_output[0], xw, h0, u, m, activations)
 
         return h_seq, grad
 
@@ -180,18 +205,18 @@ def _recurrence(xw, h0, u, m, activations) -> tf.Tensor:
     return h_seq
 
 
-def _backward_through_time(dh_seq, h_seq, xw, h0, u, m, activations):
-    """``(dxw, dh0, du)``: the XLA-compiled backward, differentiable via its plain twin.
+def _backward_through_time(fast, dh_seq, h_seq, xw, h0, u, m, activations):
+    """``(dxw, dh0, du)``: the compiled backward ``fast``, differentiable via its plain twin.
 
-    XLA functions holding a ``tf.while_loop`` cannot be differentiated from
-    outside (their loop accumulators cannot leave the compiled cluster), so
-    gradients of this function are taken through the same code run without XLA.
+    Neither the native loop nor XLA functions holding a ``tf.while_loop`` can
+    be differentiated from outside (the latter's loop accumulators cannot
+    leave the compiled cluster), so gradients of this function are taken
+    through the same loop run as plain TensorFlow ops.
     """
     masked = m is not None
 
     @tf.custom_gradient
     def backward(dh_seq, h_seq, xw, h0, u):
-        fast = _loop_function(_backward, activations, masked, jit_compile=True)
         grads = fast(*(tf.stop_gradient(t) for t in (dh_seq, h_seq, xw, h0, u)), m)
 
         def grad(*cotangents):
@@ -298,3 +323,9 @@ def _unstack(seq: tf.Tensor) -> tf.TensorArray:
 def _steps(seq: tf.Tensor):
     """The length of the leading axis: a Python int when static (XLA needs it), else a tensor."""
     return seq.shape[0] if seq.shape[0] is not None else tf.shape(seq)[0]
+
+
+def native_serves(dtype: str, units: int) -> bool:
+    """Whether calls in ``dtype`` with ``units`` units run the native loops (outside XLA)."""
+    dtype = tf.float32 if dtype in ("float16", "bfloat16") else tf.as_dtype(dtype)
+    return NATIVE and native_tf.usable(dtype, units)

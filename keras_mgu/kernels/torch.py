@@ -30,8 +30,13 @@ import torch
 from torch import Tensor
 
 from keras_mgu.kernels import FUSED_ACTIVATIONS
+from keras_mgu.native import torch as native_torch
 
 AVAILABLE = True
+#: Run the compiled loops of :mod:`keras_mgu.native` where they serve (CPU,
+#: float32/64, up to :data:`keras_mgu.native.torch.MAX_UNITS` units, the library
+#: built); ``KERAS_MGU_NATIVE=0`` turns them off too.
+NATIVE = True
 
 _REDUCED_PRECISION = (torch.float16, torch.bfloat16)
 
@@ -314,6 +319,23 @@ def _differentiable_backward(ctx, d_states: Tensor) -> tuple:
     return tuple(result)
 
 
+def _native_differentiable_backward(ctx, xw, h0, u, mask, d_hs, names) -> tuple:
+    """Gradients ``(dxw, dh0, du)`` of the native loop from differentiable torch ops."""
+    steps, batch, two_units = xw.shape
+    x2 = xw.view(steps, batch, 2, two_units // 2).permute(2, 0, 1, 3)
+    step_mask = None if mask is None else mask.unsqueeze(-1).to(xw.dtype)
+    args = (x2, h0, u)
+    with torch.enable_grad():
+        states = _autodiff_sequence(*args, step_mask, *names)
+        dx2, dh0, du = torch.autograd.grad(
+            states, args, d_hs, create_graph=True, allow_unused=True, materialize_grads=True
+        )
+    return dx2.permute(1, 2, 0, 3).reshape(xw.shape), dh0, du
+
+
+native_torch.set_differentiable_backward(_native_differentiable_backward)
+
+
 # ------------------------------------------------------------------ public
 def mgu_sequence(
     inputs: Tensor,
@@ -370,7 +392,7 @@ def mgu_sequence(
     units = recurrent_kernel.shape[0]
     x_time_major = inputs.transpose(0, 1).reshape(steps * batch, inputs.shape[-1])
     projected = x_time_major @ kernel if bias is None else torch.addmm(bias, x_time_major, kernel)
-    x2 = projected.view(steps, batch, 2, units).permute(2, 0, 1, 3).contiguous()
+    x2 = projected.view(steps, batch, 2, units).permute(2, 0, 1, 3)
     step_mask = None
     if mask is not None:
         step_mask = mask.to(torch.bool).t().unsqueeze(-1).to(dtype).contiguous()
@@ -378,9 +400,19 @@ def mgu_sequence(
         states = _exported_sequence(
             x2, initial_state, recurrent_kernel, step_mask, activation, recurrent_activation
         )
+    elif NATIVE and native_torch.usable(dtype, units, inputs.device):
+        states = native_torch.recurrence(
+            projected.view(steps, batch, 2 * units),
+            initial_state,
+            recurrent_kernel,
+            None if mask is None else mask.to(torch.bool).t().contiguous(),
+            activation,
+            recurrent_activation,
+        )
     else:
         states = _MGUSequence.apply(
-            x2, initial_state, recurrent_kernel, step_mask, activation, recurrent_activation
+            x2.contiguous(),
+            initial_state, recurrent_kernel, step_mask, activation, recurrent_activation
         )
     outputs = states.transpose(0, 1).to(out_dtype)
     return outputs, states[-1].to(out_dtype)
@@ -424,3 +456,9 @@ def _check_shapes(inputs, initial_state, kernel, recurrent_kernel, bias, mask) -
                 f"and recurrent_kernel of shape {tuple(recurrent_kernel.shape)}; "
                 f"received {tuple(value.shape)}."
             )
+
+
+def native_serves(dtype: str, units: int) -> bool:
+    """Whether calls in ``dtype`` with ``units`` units (on the CPU) run the native loops."""
+    dtype = "float32" if dtype in ("float16", "bfloat16") else dtype
+    return NATIVE and native_torch.usable(getattr(torch, dtype), units, torch.device("cpu"))

@@ -1,0 +1,192 @@
+"""The MGU's time loop in compiled C++, behind all three backends.
+
+The loops (:file:`mgu_kernel.h`) run the recurrence forward and the backward
+pass through time on the CPU, in float32 and float64; the input projection
+stays one backend matmul outside them. They are compiled on first use
+(:mod:`keras_mgu.native.build`) and reached through thin per-backend
+front-ends: an XLA FFI custom call on JAX (:mod:`keras_mgu.native.jax`), a
+``tf.numpy_function`` over ctypes on TensorFlow
+(:mod:`keras_mgu.native.tensorflow`) and a ``torch.library`` custom operator
+with its autograd on PyTorch (:mod:`keras_mgu.native.torch`).
+
+Set ``KERAS_MGU_NATIVE=0`` to turn the native loops off. Where the library
+cannot be built (no compiler, a failed build) the fused kernels of
+:mod:`keras_mgu.kernels` run instead and one log line on the ``keras_mgu``
+logger says why; :func:`status` tells the same.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import functools
+import logging
+import os
+from typing import Any
+
+import numpy as np
+
+from keras_mgu.native.build import BuildError, library_path
+
+__all__ = ["NativeStatus", "backward", "enabled", "forward", "status", "ACTIVATION_CODES"]
+
+#: The environment variable that turns the native loops off ("0", "false", "off", "no").
+ENV_VAR = "KERAS_MGU_NATIVE"
+#: Activation name -> the code the C++ loops take.
+ACTIVATION_CODES = {"tanh": 0, "sigmoid": 1}
+#: Dtypes the loops compute in.
+DTYPES = ("float32", "float64")
+
+_logger = logging.getLogger("keras_mgu")
+_LIBRARY_OF_BACKEND = {"tensorflow": "core", "torch": "core", "jax": "xla"}
+
+
+@dataclasses.dataclass(frozen=True)
+class NativeStatus:
+    """Whether the native loops serve a backend, and if not, why."""
+
+    available: bool
+    reason: str | None = None
+
+
+def enabled() -> bool:
+    """False when ``KERAS_MGU_NATIVE`` turns the native loops off."""
+    value = os.environ.get(ENV_VAR, "").strip().lower()
+    return value not in ("0", "false", "off", "no")
+
+
+def status(backend: str | None = None) -> NativeStatus:
+    """Whether the native loops serve ``backend`` (default: Keras's), building them if needed."""
+    if not enabled():
+        return NativeStatus(False, f"turned off by {ENV_VAR}={os.environ[ENV_VAR]}")
+    if backend is None:
+        import keras
+
+        backend = keras.backend.backend()
+    kind = _LIBRARY_OF_BACKEND.get(backend)
+    if kind is None:
+        return NativeStatus(False, f"no native front-end for the {backend!r} backend")
+    return _library_status(kind)
+
+
+@functools.cache
+def _library_status(kind: str) -> NativeStatus:
+    try:
+        _load(kind)
+    except (BuildError, OSError) as error:
+        reason = f"the native MGU library could not be built or loaded: {error}"
+        _logger.warning("keras-mgu: %s; the fused backend kernels run instead.", reason)
+        return NativeStatus(False, reason)
+    return NativeStatus(True)
+
+
+@functools.cache
+def _load(kind: str) -> ctypes.CDLL:
+    return ctypes.CDLL(str(library_path(kind)))
+
+
+@functools.cache
+def core() -> ctypes.CDLL:
+    """The ctypes handle of the core library, with its signatures declared."""
+    lib = _load("core")
+    i64, ptr, c_int = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int
+    for suffix in ("f32", "f64"):
+        forward_fn = getattr(lib, f"keras_mgu_forward_{suffix}")
+        forward_fn.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, c_int, c_int, ptr, ptr]
+        forward_fn.restype = c_int
+        backward_fn = getattr(lib, f"keras_mgu_backward_{suffix}")
+        backward_fn.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, c_int, c_int, ptr, ptr, ptr]
+        backward_fn.restype = c_int
+    return lib
+
+
+def _suffix(dtype: Any) -> str:
+    name = np.dtype(dtype).name
+    if name not in DTYPES:
+        raise TypeError(f"The native MGU loops compute in {DTYPES}; received dtype {name}.")
+    return "f32" if name == "float32" else "f64"
+
+
+def _check(code: int, what: str) -> None:
+    if code != 0:
+        raise ValueError(f"The native MGU {what} pass refused its arguments (code {code}).")
+
+
+def call_forward(
+    shape: tuple[int, int, int], dtype: Any, pointers: tuple, activation: str, ract: str
+) -> None:
+    """Run the forward loop on raw pointers ``(xw, h0, u, mask, hs, saved)``; see the header."""
+    xw, h0, u, mask, hs, saved = pointers
+    fn = getattr(core(), f"keras_mgu_forward_{_suffix(dtype)}")
+    codes = (ACTIVATION_CODES[activation], ACTIVATION_CODES[ract])
+    _check(fn(*shape, xw, h0, u, mask, *codes, hs, saved), "forward")
+
+
+def call_backward(
+    shape: tuple[int, int, int], dtype: Any, pointers: tuple, activation: str, ract: str
+) -> None:
+    """Run the backward loop on ``(d_hs, d_last, saved, u, mask, dxw, dh0, du)`` pointers."""
+    d_hs, d_last, saved, u, mask, dxw, dh0, du = pointers
+    fn = getattr(core(), f"keras_mgu_backward_{_suffix(dtype)}")
+    codes = (ACTIVATION_CODES[activation], ACTIVATION_CODES[ract])
+    _check(fn(*shape, d_hs, d_last, saved, u, mask, *codes, dxw, dh0, du), "backward")
+
+
+def _pointer(array: np.ndarray | None) -> int | None:
+    return None if array is None else array.ctypes.data
+
+
+def forward(
+    xw: np.ndarray,
+    h0: np.ndarray,
+    u: np.ndarray,
+    mask: np.ndarray | None,
+    activation: str = "tanh",
+    recurrent_activation: str = "sigmoid",
+) -> tuple[np.ndarray, np.ndarray]:
+    """The native forward loop on NumPy arrays.
+
+    Args:
+        xw: ``(T, B, 2H)`` projected inputs; h0: ``(B, H)``; u: ``(H, 2H)``;
+            mask: ``(T, B)`` booleans or None. One float dtype for all.
+
+    Returns:
+        ``(hs, saved)``: ``(T, B, H)`` states and ``(T, B, 3H)`` ``[h_{t-1} | f_t | c_t]``.
+    """
+    dtype = np.dtype(xw.dtype)
+    xw, h0, u = (np.ascontiguousarray(a, dtype) for a in (xw, h0, u))
+    steps, batch, two_units = xw.shape
+    units = two_units // 2
+    m = None if mask is None else np.ascontiguousarray(mask, np.uint8)
+    hs = np.empty((steps, batch, units), dtype)
+    saved = np.empty((steps, batch, 3 * units), dtype)
+    pointers = tuple(_pointer(a) for a in (xw, h0, u, m, hs, saved))
+    call_forward((steps, batch, units), dtype, pointers, activation, recurrent_activation)
+    return hs, saved
+
+
+def backward(
+    d_hs: np.ndarray,
+    d_last: np.ndarray | None,
+    saved: np.ndarray,
+    u: np.ndarray,
+    mask: np.ndarray | None,
+    activation: str = "tanh",
+    recurrent_activation: str = "sigmoid",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The native backward loop on NumPy arrays: ``(dxw, dh0, du)``.
+
+    ``d_hs`` ``(T, B, H)`` is the gradient of the states, ``d_last`` ``(B, H)``
+    (or None) that of the final state; ``saved`` comes from :func:`forward`.
+    """
+    dtype = np.dtype(saved.dtype)
+    d_hs, saved, u = (np.ascontiguousarray(a, dtype) for a in (d_hs, saved, u))
+    d_last = None if d_last is None else np.ascontiguousarray(d_last, dtype)
+    steps, batch, units = d_hs.shape
+    m = None if mask is None else np.ascontiguousarray(mask, np.uint8)
+    dxw = np.empty((steps, batch, 2 * units), dtype)
+    dh0 = np.empty((batch, units), dtype)
+    du = np.empty((units, 2 * units), dtype)
+    pointers = tuple(_pointer(a) for a in (d_hs, d_last, saved, u, m, dxw, dh0, du))
+    call_backward((steps, batch, units), dtype, pointers, activation, recurrent_activation)
+    return dxw, dh0, du

@@ -1,0 +1,164 @@
+"""Compile the native MGU libraries on first use and cache them.
+
+Two shared libraries are built from the sources beside this module with the
+machine's C++ compiler (``$CXX``, else ``c++``, ``g++`` or ``clang++``):
+
+* ``core``: :file:`mgu_c_api.cc`, plain C entry points for ctypes (the
+  TensorFlow and PyTorch front-ends);
+* ``xla``: :file:`mgu_xla_ffi.cc`, XLA FFI handlers for the JAX front-end,
+  compiled against the headers that ``jax.ffi.include_dir()`` ships.
+
+A library is cached under ``$KERAS_MGU_CACHE_DIR`` (default
+``~/.cache/keras_mgu/native``) in a file whose name carries a hash of
+everything that shapes the binary: the package version, the sources, the
+compiler's version, the flags, the machine's CPU flags (``-march=native``) and,
+for ``xla``, the jaxlib version. Several processes may build at once: each
+compiles into its own temporary file under an exclusive file lock and moves it
+into place atomically, so a reader never sees a half-written library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+SOURCE_DIR = Path(__file__).resolve().parent
+#: Compiler flags. No fast-math: NaN and infinities must propagate.
+FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-std=c++17", "-shared", "-fPIC")
+_SOURCES = {"core": "mgu_c_api.cc", "xla": "mgu_xla_ffi.cc"}
+_HEADERS = ("mgu_kernel.h",)
+
+
+class BuildError(RuntimeError):
+    """The native library could not be built; the message says why."""
+
+
+def cache_dir() -> Path:
+    """Where compiled libraries are kept (``$KERAS_MGU_CACHE_DIR`` overrides)."""
+    configured = os.environ.get("KERAS_MGU_CACHE_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "keras_mgu" / "native"
+
+
+def compiler() -> str:
+    """The C++ compiler's path; :class:`BuildError` when there is none."""
+    configured = os.environ.get("CXX")
+    candidates = [configured] if configured else ["c++", "g++", "clang++"]
+    for name in candidates:
+        path = shutil.which(name)
+        if path:
+            return path
+    raise BuildError(f"no C++ compiler found (looked for {', '.join(candidates)}; set $CXX)")
+
+
+def library_path(kind: str) -> Path:
+    """The compiled library ``kind`` (``"core"`` or ``"xla"``), built if not cached."""
+    if kind not in _SOURCES:
+        raise ValueError(f"`kind` must be one of {tuple(_SOURCES)}; received {kind!r}.")
+    cxx = compiler()
+    includes = _include_dirs(kind)
+    key = _cache_key(kind, cxx, includes)
+    target = cache_dir() / f"libkeras_mgu_{kind}-{key}.so"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _exclusive_lock(target.with_suffix(".lock")):
+        if not target.exists():  # another process may have built it meanwhile
+            _compile(cxx, kind, includes, target)
+    return target
+
+
+def _include_dirs(kind: str) -> list[str]:
+    dirs = [str(SOURCE_DIR)]
+    if kind == "xla":
+        try:
+            import jax.ffi
+        except ImportError as error:
+            raise BuildError(f"jax.ffi is not available ({error})") from error
+        dirs.append(str(jax.ffi.include_dir()))
+    return dirs
+
+
+def _cache_key(kind: str, cxx: str, includes: list[str]) -> str:
+    from keras_mgu import __version__
+
+    digest = hashlib.sha256()
+    for part in (__version__, kind, " ".join(FLAGS), platform.machine(), _cpu_flags()):
+        digest.update(part.encode() + b"\0")
+    digest.update(_compiler_version(cxx).encode())
+    for name in (_SOURCES[kind], *_HEADERS):
+        digest.update((SOURCE_DIR / name).read_bytes())
+    if kind == "xla":
+        import jaxlib
+
+        digest.update(jaxlib.__version__.encode())
+    return digest.hexdigest()[:16]
+
+
+def _cpu_flags() -> str:
+    """The CPU's feature flags (``-march=native`` builds for them)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return line
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _compiler_version(cxx: str) -> str:
+    try:
+        result = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as error:
+        raise BuildError(f"the compiler {cxx} does not run ({error})") from error
+    return result.stdout
+
+
+def _compile(cxx: str, kind: str, includes: list[str], target: Path) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=target.stem + ".", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    command = [
+        cxx,
+        *FLAGS,
+        *(f"-I{d}" for d in includes),
+        str(SOURCE_DIR / _SOURCES[kind]),
+        "-o",
+        tmp,
+    ]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        if result.returncode != 0:
+            lines = (result.stderr or result.stdout).strip().splitlines()
+            errors = [line for line in lines if "error" in line.lower()] or lines or ["no output"]
+            raise BuildError(f"{' '.join(command)} failed: {errors[0].strip()}")
+        os.replace(tmp, target)
+    except (OSError, subprocess.SubprocessError) as error:
+        raise BuildError(f"{' '.join(command)} failed: {error}") from error
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
+
+
+@contextlib.contextmanager
+def _exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (advisory, between processes)."""
+    with open(path, "a") as handle:
+        try:
+            import fcntl
+        except ImportError:  # no fcntl (Windows): the atomic rename alone keeps it safe
+            yield
+            return
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

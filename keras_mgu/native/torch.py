@@ -1,0 +1,131 @@
+"""PyTorch front-end of the native MGU loops: ``torch.library`` custom operators.
+
+``keras_mgu::mgu_forward`` and ``keras_mgu::mgu_backward`` call the compiled
+loops on the tensors' CPU buffers (through ctypes); both have fake
+implementations for shape propagation. The forward operator's autograd
+(registered with ``torch.library.register_autograd``) runs the backward
+operator; when a gradient of the gradient is wanted (``create_graph=True``),
+it computes the backward pass from differentiable torch ops instead
+(:func:`set_differentiable_backward`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from keras_mgu import native
+
+#: Up to this many units the native loops run by default; measured with
+#: ``benchmarks/native_kernel.py``.
+MAX_UNITS = 64
+_ACTIVATIONS = {code: name for name, code in native.ACTIVATION_CODES.items()}
+_differentiable_backward: list[Callable] = []
+
+
+def usable(dtype: torch.dtype, units: int, device: torch.device) -> bool:
+    """Whether the native loops serve this call (CPU, float32/64, small enough, built)."""
+    return (
+        device.type == "cpu"
+        and dtype in (torch.float32, torch.float64)
+        and units <= MAX_UNITS
+        and native.status("torch").available
+    )
+
+
+def _pointer(t: Tensor | None) -> int | None:
+    return None if t is None else t.data_ptr()
+
+
+@torch.library.custom_op("keras_mgu::mgu_forward", mutates_args=())
+def mgu_forward(
+    xw: Tensor, h0: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int
+) -> tuple[Tensor, Tensor]:
+    """``(hs, saved)`` ``(T, B, H)``, ``(T, B, 3H)`` from ``xw`` ``(T, B, 2H)`` and ``mask`` ``(T, B)``."""
+    xw, h0, u = (t.contiguous() for t in (xw, h0, u))
+    mask = None if mask is None else mask.to(torch.uint8).contiguous()
+    steps, batch, two_units = xw.shape
+    units = two_units // 2
+    hs = xw.new_empty((steps, batch, units))
+    saved = xw.new_empty((steps, batch, 3 * units))
+    pointers = tuple(_pointer(t) for t in (xw, h0, u, mask, hs, saved))
+    names = (_ACTIVATIONS[activation], _ACTIVATIONS[ract])
+    native.call_forward((steps, batch, units), _numpy_dtype(xw.dtype), pointers, *names)
+    return hs, saved
+
+
+@mgu_forward.register_fake
+def _(xw, h0, u, mask, activation, ract):
+    steps, batch, two_units = xw.shape
+    units = two_units // 2
+    return xw.new_empty((steps, batch, units)), xw.new_empty((steps, batch, 3 * units))
+
+
+@torch.library.custom_op("keras_mgu::mgu_backward", mutates_args=())
+def mgu_backward(
+    d_hs: Tensor, saved: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``(dxw, dh0, du)`` for the state gradients ``d_hs`` ``(T, B, H)``."""
+    d_hs, saved, u = (t.contiguous() for t in (d_hs, saved, u))
+    mask = None if mask is None else mask.to(torch.uint8).contiguous()
+    steps, batch, units = d_hs.shape
+    dxw = d_hs.new_empty((steps, batch, 2 * units))
+    dh0 = d_hs.new_empty((batch, units))
+    du = d_hs.new_empty((units, 2 * units))
+    pointers = tuple(_pointer(t) for t in (d_hs, None, saved, u, mask, dxw, dh0, du))
+    names = (_ACTIVATIONS[activation], _ACTIVATIONS[ract])
+    native.call_backward((steps, batch, units), _numpy_dtype(d_hs.dtype), pointers, *names)
+    return dxw, dh0, du
+
+
+@mgu_backward.register_fake
+def _(d_hs, saved, u, mask, activation, ract):
+    steps, batch, units = d_hs.shape
+    return (
+        d_hs.new_empty((steps, batch, 2 * units)),
+        d_hs.new_empty((batch, units)),
+        d_hs.new_empty((units, 2 * units)),
+    )
+
+
+def _numpy_dtype(dtype: torch.dtype) -> str:
+    return {torch.float32: "float32", torch.float64: "float64"}[dtype]
+
+
+def _setup_context(ctx: Any, inputs: tuple, output: tuple) -> None:
+    xw, h0, u, mask, activation, ract = inputs
+    ctx.save_for_backward(xw, h0, u, mask, output[1])
+    ctx.codes = (activation, ract)
+
+
+def _backward(ctx: Any, d_hs: Tensor, d_saved: Tensor | None) -> tuple:
+    xw, h0, u, mask, saved = ctx.saved_tensors
+    if torch.is_grad_enabled() and _differentiable_backward:
+        names = tuple(_ACTIVATIONS[c] for c in ctx.codes)
+        grads = _differentiable_backward[0](ctx, xw, h0, u, mask, d_hs, names)
+    else:
+        grads = mgu_backward(d_hs, saved, u, mask, *ctx.codes)
+    return (*grads, None, None, None)
+
+
+torch.library.register_autograd("keras_mgu::mgu_forward", _backward, setup_context=_setup_context)
+
+
+def set_differentiable_backward(fn: Callable) -> None:
+    """Give the gradient used under ``create_graph=True``.
+
+    ``fn(ctx, xw, h0, u, mask, d_hs, activation_names) -> (dxw, dh0, du)``
+    must be built from differentiable torch ops.
+    """
+    _differentiable_backward[:] = [fn]
+
+
+def recurrence(
+    xw: Tensor, h0: Tensor, u: Tensor, mask: Tensor | None, activation: str, ract: str
+) -> Tensor:
+    """The states ``(T, B, H)`` of the native loop, differentiable (see the module docstring)."""
+    codes = (native.ACTIVATION_CODES[activation], native.ACTIVATION_CODES[ract])
+    return mgu_forward(xw, h0, u, mask, *codes)[0]
