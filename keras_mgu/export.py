@@ -16,6 +16,7 @@ from typing import Any
 
 import keras
 
+from keras_mgu import native
 from keras_mgu.layer import MGU
 
 #: Formats whose file has no variables to update between calls.
@@ -74,6 +75,12 @@ def check_exportable(model: keras.Model, format: str = "tf_saved_model") -> None
 
 
 def export(model: keras.Model, filepath: Any, format: str = "tf_saved_model", **kwargs: Any):
-    """``model.export(filepath, format, **kwargs)`` after :func:`check_exportable`."""
+    """``model.export(filepath, format, **kwargs)`` after :func:`check_exportable`.
+
+    The model is traced with the native loops turned off
+    (:func:`keras_mgu.native.turned_off`), so the file holds the backend's own
+    loop even where the shapes are fixed.
+    """
     check_exportable(model, format)
-    return model.export(filepath, format=format, **kwargs)
+    with native.turned_off():  # a native call cannot go into the file
+        return model.export(filepath, format=format, **kwargs)

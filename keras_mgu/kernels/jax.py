@@ -203,7 +203,7 @@ def _recurrence_fwd(xw, h0, u, m, activation, recurrent_activation):
 def _recurrence_bwd(activation, recurrent_activation, residuals, cotangents):
     """The backward pass: the native loop where it serves, else :func:`_scan_backward`."""
     saved, u, m = residuals
-    if _use_native(saved.dtype, u.shape[0]):
+    if _use_native(saved.dtype, u.shape[0], saved.shape):
         d_hs, d_last = cotangents
         dxw, dh0, du = _native_backward(saved, u, m, d_hs, d_last, activation, recurrent_activation)
         return dxw, dh0, du, None
@@ -211,14 +211,14 @@ def _recurrence_bwd(activation, recurrent_activation, residuals, cotangents):
 
 
 # ---------------------------------------------------------------- native loops
-def _use_native(dtype, units: int) -> bool:
+def _use_native(dtype, units: int, shape: tuple = ()) -> bool:
     """Whether the compiled loops of :mod:`keras_mgu.native` run this call."""
-    return NATIVE and native_jax.usable(dtype, units)
+    return NATIVE and native_jax.usable(dtype, units, shape)
 
 
 def _any_forward_loop(xw, h0, u, m, activation, recurrent_activation):
     """:func:`_forward_loop`, or its native twin where that serves."""
-    if _use_native(xw.dtype, u.shape[0]):
+    if _use_native(xw.dtype, u.shape[0], xw.shape):
         hs, saved = _native_forward(xw, h0, u, m, activation, recurrent_activation)
         return hs, hs[-1], saved
     return _forward_loop(xw, h0, u, m, activation, recurrent_activation)

@@ -322,15 +322,19 @@ def _differentiable_backward(ctx, d_states: Tensor) -> tuple:
 def _native_differentiable_backward(ctx, xw, h0, u, mask, d_hs, names) -> tuple:
     """Gradients ``(dxw, dh0, du)`` of the native loop from differentiable torch ops."""
     steps, batch, two_units = xw.shape
-    x2 = xw.view(steps, batch, 2, two_units // 2).permute(2, 0, 1, 3)
     step_mask = None if mask is None else mask.unsqueeze(-1).to(xw.dtype)
-    args = (x2, h0, u)
+    args = (xw, h0, u)
+    wanted = [i for i, a in enumerate(args) if a.requires_grad]
+    grads: list = [None, None, None]
     with torch.enable_grad():
-        states = _autodiff_sequence(*args, step_mask, *names)
-        dx2, dh0, du = torch.autograd.grad(
-            states, args, d_hs, create_graph=True, allow_unused=True, materialize_grads=True
+        x2 = xw.view(steps, batch, 2, two_units // 2).permute(2, 0, 1, 3)
+        states = _autodiff_sequence(x2, h0, u, step_mask, *names)
+        found = torch.autograd.grad(
+            states, [args[i] for i in wanted], d_hs, create_graph=True, materialize_grads=True
         )
-    return dx2.permute(1, 2, 0, 3).reshape(xw.shape), dh0, du
+    for i, g in zip(wanted, found):
+        grads[i] = g
+    return tuple(grads)
 
 
 native_torch.set_differentiable_backward(_native_differentiable_backward)

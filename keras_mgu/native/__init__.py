@@ -17,18 +17,29 @@ logger says why; :func:`status` tells the same.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import functools
 import logging
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from keras_mgu.native.build import BuildError, library_path
 
-__all__ = ["NativeStatus", "backward", "enabled", "forward", "status", "ACTIVATION_CODES"]
+__all__ = [
+    "ACTIVATION_CODES",
+    "ENV_VAR",
+    "NativeStatus",
+    "backward",
+    "enabled",
+    "forward",
+    "status",
+    "turned_off",
+]
 
 #: The environment variable that turns the native loops off ("0", "false", "off", "no").
 ENV_VAR = "KERAS_MGU_NATIVE"
@@ -49,16 +60,34 @@ class NativeStatus:
     reason: str | None = None
 
 
+_turned_off: list[bool] = []
+
+
 def enabled() -> bool:
-    """False when ``KERAS_MGU_NATIVE`` turns the native loops off."""
+    """False when ``KERAS_MGU_NATIVE`` or :func:`turned_off` turns the native loops off."""
     value = os.environ.get(ENV_VAR, "").strip().lower()
-    return value not in ("0", "false", "off", "no")
+    return not _turned_off and value not in ("0", "false", "off", "no")
+
+
+@contextlib.contextmanager
+def turned_off() -> Iterator[None]:
+    """Within this context, layers trace the backends' own fused kernels.
+
+    For example while exporting a model with fixed shapes: a native call
+    cannot go into an exported file.
+    """
+    _turned_off.append(True)
+    try:
+        yield
+    finally:
+        _turned_off.pop()
 
 
 def status(backend: str | None = None) -> NativeStatus:
     """Whether the native loops serve ``backend`` (default: Keras's), building them if needed."""
     if not enabled():
-        return NativeStatus(False, f"turned off by {ENV_VAR}={os.environ[ENV_VAR]}")
+        how = "keras_mgu.native.turned_off()" if _turned_off else f"{ENV_VAR}={os.environ[ENV_VAR]}"
+        return NativeStatus(False, f"turned off by {how}")
     if backend is None:
         import keras
 
@@ -107,6 +136,16 @@ def _suffix(dtype: Any) -> str:
     return "f32" if name == "float32" else "f64"
 
 
+def _codes(activation: str, ract: str) -> tuple[int, int]:
+    for arg, name in (("activation", activation), ("recurrent_activation", ract)):
+        if name not in ACTIVATION_CODES:
+            raise ValueError(
+                f"The native MGU loops support {arg} in {tuple(ACTIVATION_CODES)}; "
+                f"received {name!r}."
+            )
+    return ACTIVATION_CODES[activation], ACTIVATION_CODES[ract]
+
+
 def _check(code: int, what: str) -> None:
     if code != 0:
         raise ValueError(f"The native MGU {what} pass refused its arguments (code {code}).")
@@ -118,7 +157,7 @@ def call_forward(
     """Run the forward loop on raw pointers ``(xw, h0, u, mask, hs, saved)``; see the header."""
     xw, h0, u, mask, hs, saved = pointers
     fn = getattr(core(), f"keras_mgu_forward_{_suffix(dtype)}")
-    codes = (ACTIVATION_CODES[activation], ACTIVATION_CODES[ract])
+    codes = _codes(activation, ract)
     _check(fn(*shape, xw, h0, u, mask, *codes, hs, saved), "forward")
 
 
@@ -128,7 +167,7 @@ def call_backward(
     """Run the backward loop on ``(d_hs, d_last, saved, u, mask, dxw, dh0, du)`` pointers."""
     d_hs, d_last, saved, u, mask, dxw, dh0, du = pointers
     fn = getattr(core(), f"keras_mgu_backward_{_suffix(dtype)}")
-    codes = (ACTIVATION_CODES[activation], ACTIVATION_CODES[ract])
+    codes = _codes(activation, ract)
     _check(fn(*shape, d_hs, d_last, saved, u, mask, *codes, dxw, dh0, du), "backward")
 
 

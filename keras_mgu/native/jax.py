@@ -43,12 +43,20 @@ def _registered() -> bool:
     return True
 
 
-def usable(dtype: Any, units: int) -> bool:
-    """Whether the native loops serve this call (CPU, float32/64, units up to :data:`MAX_UNITS`)."""
+def usable(dtype: Any, units: int, shape: tuple = ()) -> bool:
+    """Whether the native loops serve this call.
+
+    They do on the CPU, in float32/64, up to :data:`MAX_UNITS` units, for
+    arrays of known ``shape``: a symbolic dimension means that the function
+    is being exported (``jax2tf``, ``jax2onnx``), and a custom call cannot go
+    into the exported file, so the ``lax.scan`` kernel runs there.
+    """
     return (
         np.dtype(dtype).name in native.DTYPES
         and units <= MAX_UNITS
+        and all(isinstance(d, int) for d in shape)
         and jax.default_backend() == "cpu"
+        and native.enabled()
         and _registered()
     )
 

@@ -80,8 +80,8 @@ inline float tanh_approx(float x) {
   p = p * x2 + 2.0f / 15.0f;
   p = p * x2 - 1.0f / 3.0f;
   float small = x + x * x2 * p;
-  // Otherwise 1 - 2 / (exp(2|x|) + 1) with the sign of x; |x| >= 9 gives +-1.
-  float clipped = a > 9.0f ? 9.0f : a;
+  // Otherwise 1 - 2 / (exp(2|x|) + 1) with the sign of x; |x| >= 10 gives +-1.
+  float clipped = a > 10.0f ? 10.0f : a;
   float big = 1.0f - 2.0f / (exp_approx(2.0f * clipped) + 1.0f);
   big = x < 0.0f ? -big : big;
   return a < 0.55f ? small : big;

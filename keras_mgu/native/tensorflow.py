@@ -82,4 +82,3 @@ def backward(
 def as_numpy_mask(m: tf.Tensor | None) -> tf.Tensor | None:
     """The TensorFlow kernel's ``(T, B, 1)`` float mask as ``(T, B)`` booleans."""
     return None if m is None else tf.greater(m[..., 0], 0)
-

@@ -44,7 +44,10 @@ def _pointer(t: Tensor | None) -> int | None:
 def mgu_forward(
     xw: Tensor, h0: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int
 ) -> tuple[Tensor, Tensor]:
-    """``(hs, saved)`` ``(T, B, H)``, ``(T, B, 3H)`` from ``xw`` ``(T, B, 2H)`` and ``mask`` ``(T, B)``."""
+    """``(hs, saved)``, ``(T, B, H)`` and ``(T, B, 3H)``, from ``xw`` ``(T, B, 2H)``.
+
+    ``mask`` is ``(T, B)`` booleans or None; the activations are given by code.
+    """
     xw, h0, u = (t.contiguous() for t in (xw, h0, u))
     mask = None if mask is None else mask.to(torch.uint8).contiguous()
     steps, batch, two_units = xw.shape
@@ -98,11 +101,15 @@ def _numpy_dtype(dtype: torch.dtype) -> str:
 def _setup_context(ctx: Any, inputs: tuple, output: tuple) -> None:
     xw, h0, u, mask, activation, ract = inputs
     ctx.save_for_backward(xw, h0, u, mask, output[1])
+    ctx.mark_non_differentiable(output[1])  # ``saved`` is for the backward pass only
+    ctx.set_materialize_grads(False)
     ctx.codes = (activation, ract)
 
 
 def _backward(ctx: Any, d_hs: Tensor, d_saved: Tensor | None) -> tuple:
     xw, h0, u, mask, saved = ctx.saved_tensors
+    if d_hs is None:
+        return None, None, None, None, None, None
     if torch.is_grad_enabled() and _differentiable_backward:
         names = tuple(_ACTIVATIONS[c] for c in ctx.codes)
         grads = _differentiable_backward[0](ctx, xw, h0, u, mask, d_hs, names)

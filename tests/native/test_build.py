@@ -1,0 +1,112 @@
+"""Building, caching and falling back: the native library's life cycle."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from keras_mgu import native
+from keras_mgu.native import build
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(code: str, env: dict, timeout: int = 600) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3", **env}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True, text=True, env=full_env, timeout=timeout, cwd=ROOT,
+    )  # fmt: skip
+
+
+def test_the_library_builds_on_this_machine():
+    """CI machines have a C++ compiler: the native loops must be live there."""
+    build.compiler()  # raises BuildError if there is none
+    for backend in ("tensorflow", "torch", "jax"):
+        assert native.status(backend).available, native.status(backend).reason
+
+
+def test_cached_library_is_reused_and_keyed_by_flags(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERAS_MGU_CACHE_DIR", str(tmp_path))
+    first = build.library_path("core")
+    assert first.parent == tmp_path and first.exists()
+    stamp = first.stat().st_mtime_ns
+    assert build.library_path("core") == first and first.stat().st_mtime_ns == stamp
+    monkeypatch.setattr(build, "FLAGS", (*build.FLAGS, "-DKERAS_MGU_OTHER_FLAGS"))
+    other = build.library_path("core")
+    assert other != first and other.exists()
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_failed_build_says_why_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERAS_MGU_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(build, "FLAGS", (*build.FLAGS, "-fno-such-option-for-keras-mgu"))
+    with pytest.raises(build.BuildError, match="failed"):
+        build.library_path("core")
+    assert not list(tmp_path.glob("*.so")) and not list(tmp_path.glob("*.tmp"))
+
+
+def test_no_compiler_is_a_clear_build_error(monkeypatch):
+    monkeypatch.setenv("CXX", "/nonexistent/c++")
+    with pytest.raises(build.BuildError, match="no C\\+\\+ compiler"):
+        build.compiler()
+
+
+TRAIN_ONE_STEP = """
+    import logging, numpy as np, keras
+    logging.basicConfig(level=logging.WARNING)
+    from keras_mgu import MGU, native
+    model = keras.Sequential([keras.Input((20, 2)), MGU(4, return_sequences=True), keras.layers.Dense(1)])
+    model.compile("adam", "mse")
+    x = np.random.default_rng(0).normal(size=(8, 20, 2)).astype("float32")
+    loss = model.fit(x, x[..., :1], epochs=1, verbose=0).history["loss"][0]
+    print("KERNEL", model.layers[0].kernel_in_use, np.isfinite(loss))
+    print("REASON", native.status().reason)
+"""
+
+
+def test_without_a_compiler_layers_fall_back_with_one_log_line(tmp_path):
+    result = _run(TRAIN_ONE_STEP, {"KERAS_MGU_CACHE_DIR": str(tmp_path), "CXX": "/nonexistent/c++"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "KERNEL fused True" in result.stdout
+    assert "no C++ compiler" in result.stdout
+    assert result.stderr.count("native MGU library could not be built") == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_environment_variable_turns_the_native_loops_off(tmp_path):
+    result = _run(TRAIN_ONE_STEP, {"KERAS_MGU_CACHE_DIR": str(tmp_path), "KERAS_MGU_NATIVE": "0"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "KERNEL fused True" in result.stdout
+    assert "KERAS_MGU_NATIVE=0" in result.stdout
+    assert not list(tmp_path.iterdir())  # nothing was built
+
+
+def test_concurrent_first_use_builds_once(tmp_path):
+    code = """
+        import numpy as np
+        from keras_mgu import native
+        from keras_mgu.native import build
+        path = build.library_path("core")
+        rng = np.random.default_rng(0)
+        hs, _ = native.forward(rng.normal(size=(50, 4, 16)), np.zeros((4, 8)),
+                               0.3 * rng.normal(size=(8, 16)), None)
+        print("RESULT", path, repr(float(hs.sum())))
+    """
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KERAS_MGU_CACHE_DIR": str(tmp_path)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+        )  # fmt: skip
+        for _ in range(3)
+    ]
+    outputs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outputs]
+    results = {line for out, _ in outputs for line in out.splitlines() if line.startswith("RESULT")}
+    assert len(results) == 1  # same library file, same numbers
+    assert len(list(tmp_path.glob("*.so"))) == 1
+    assert not list(tmp_path.glob("*.tmp"))

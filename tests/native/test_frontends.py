@@ -1,0 +1,174 @@
+"""The native loops behind each backend's MGU layer, against the backend's own fused kernel."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_mgu import MGU, kernels, native
+from tests.helpers import (
+    BACKEND,
+    input_gradient_penalty_grads,
+    random_mgu_weights,
+    to_numpy,
+    value_and_grad,
+)
+
+KERNEL = kernels.backend_module()
+
+
+def _layer(units, weights, **kwargs):
+    layer = MGU(units, return_sequences=True, return_state=True, **kwargs)
+    layer.build((None, None, weights[0].shape[0]))
+    layer.set_weights(weights)
+    return layer
+
+
+def _run_both(monkeypatch, fn):
+    results = {}
+    for flag in (True, False):
+        monkeypatch.setattr(KERNEL, "NATIVE", flag)
+        results[flag] = fn()
+    return results[True], results[False]
+
+
+@pytest.mark.parametrize("units", [1, 7, 8, 33])
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_outputs_states_and_gradients_match_the_fused_kernel(rng, monkeypatch, units, go_backwards):
+    weights = random_mgu_weights(rng, 3, units)
+    x = rng.standard_normal((4, 11, 3)).astype("float32")
+    h0 = (0.5 * rng.standard_normal((4, units))).astype("float32")
+    mask = rng.random((4, 11)) > 0.3
+    mask[0] = False
+    probe = rng.standard_normal((4, 11, units)).astype("float32")
+
+    def run():
+        layer = _layer(units, weights, go_backwards=go_backwards)
+        assert layer.kernel_in_use == ("native" if KERNEL.NATIVE else "fused")
+
+        def loss(x, h0):
+            out, state = layer(x, initial_state=h0, mask=keras.ops.convert_to_tensor(mask))
+            return keras.ops.sum(out * keras.ops.convert_to_tensor(probe)) + keras.ops.sum(state**2)
+
+        return value_and_grad(loss, [x, h0])
+
+    (v1, g1), (v0, g0) = _run_both(monkeypatch, run)
+    assert v1 == pytest.approx(v0, rel=1e-5)
+    for a, b in zip(g1, g0):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_weight_gradients_in_training_match(rng, monkeypatch):
+    x = rng.standard_normal((16, 30, 2)).astype("float32")
+    y = rng.standard_normal((16, 30, 1)).astype("float32")
+
+    def train():
+        keras.utils.set_random_seed(3)
+        model = keras.Sequential(
+            [keras.Input((30, 2)), MGU(8, return_sequences=True), keras.layers.Dense(1)]
+        )
+        model.compile(keras.optimizers.SGD(0.1), "mse")
+        model.fit(x, y, batch_size=8, epochs=2, verbose=0, shuffle=False)
+        return [to_numpy(w) for w in model.weights]
+
+    native_weights, fused_weights = _run_both(monkeypatch, train)
+    for a, b in zip(native_weights, fused_weights):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.fixture
+def float64():
+    """float64 computations (JAX needs x64 switched on for them)."""
+    keras.config.set_floatx("float64")
+    if BACKEND == "jax":
+        import jax
+
+        with jax.enable_x64(True):
+            yield
+    else:
+        yield
+    keras.config.set_floatx("float32")
+
+
+def test_float64_agrees_to_double_precision(rng, monkeypatch, float64):
+    weights = [w.astype("float64") for w in random_mgu_weights(rng, 2, 5)]
+    x = rng.standard_normal((3, 9, 2))
+
+    def run():
+        layer = _layer(5, weights, dtype="float64")
+        assert layer.kernel_in_use == ("native" if KERNEL.NATIVE else "fused")
+        return value_and_grad(lambda x: keras.ops.sum(keras.ops.sin(layer(x)[0])), [x])
+
+    (v1, g1), (v0, g0) = _run_both(monkeypatch, run)
+    assert v1 == pytest.approx(v0, rel=1e-12)
+    np.testing.assert_allclose(g1[0], g0[0], rtol=1e-10, atol=1e-12)
+
+
+def test_second_order_gradients_match(rng, monkeypatch):
+    weights = random_mgu_weights(rng, 2, 4)
+    x = rng.standard_normal((3, 8, 2)).astype("float32")
+
+    monkeypatch.setattr(KERNEL, "NATIVE", True)
+    assert _layer(4, weights).kernel_in_use == "native"
+    grads_native, grads_fused = _run_both(monkeypatch, lambda: _penalty_grads(weights, x))
+    for a, b in zip(grads_native, grads_fused):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def _penalty_grads(weights, x):
+    """d/dW of sum((d sum(MGU(x)) / dx)^2), a derivative-target training loss."""
+    from keras_mgu.kernels import mgu_sequence
+
+    units = weights[1].shape[0]
+    h0 = np.zeros((x.shape[0], units), "float32")
+
+    def fn(x, w, u, b):
+        return mgu_sequence(x, keras.ops.convert_to_tensor(h0), w, u, b, None)[0]
+
+    return input_gradient_penalty_grads(fn, x, weights)
+
+
+def test_mixed_precision_runs_native(rng, monkeypatch):
+    keras.config.set_dtype_policy("mixed_float16")
+    layer = MGU(6, return_sequences=True)
+    x = rng.standard_normal((2, 7, 3)).astype("float32")
+    out = layer(x)
+    assert layer.kernel_in_use == "native"
+    assert keras.backend.standardize_dtype(out.dtype) == "float16"
+    keras.config.set_dtype_policy("float32")
+    ref = MGU(6, return_sequences=True, implementation="cell")
+    ref.build(x.shape)
+    ref.set_weights(layer.get_weights())
+    np.testing.assert_allclose(to_numpy(out).astype("float32"), to_numpy(ref(x)), atol=2e-3)
+
+
+def test_stateful_halves_match_one_call(rng):
+    weights = random_mgu_weights(rng, 2, 5)
+    x = rng.standard_normal((2, 12, 2)).astype("float32")
+    layer = MGU(5, return_sequences=True, stateful=True)
+    layer.build((2, None, 2))
+    layer.set_weights(weights)
+    assert layer.kernel_in_use == "native"
+    halves = np.concatenate([to_numpy(layer(x[:, :6])), to_numpy(layer(x[:, 6:]))], axis=1)
+    whole = _layer(5, weights)(x)[0]
+    np.testing.assert_allclose(halves, to_numpy(whole), rtol=1e-6, atol=1e-6)
+
+
+def test_kernel_in_use_reports_each_path(monkeypatch):
+    assert MGU(8).kernel_in_use == "native"
+    assert MGU(8, implementation="cell").kernel_in_use == "cell"
+    front_end = {"jax": "jax", "tensorflow": "tensorflow", "torch": "torch"}[BACKEND]
+    max_units = __import__(f"keras_mgu.native.{front_end}", fromlist=["MAX_UNITS"]).MAX_UNITS
+    assert MGU(max_units + 1).kernel_in_use == "fused"
+    with native.turned_off():
+        assert MGU(8).kernel_in_use == "fused"
+    monkeypatch.setenv(native.ENV_VAR, "0")
+    assert MGU(8).kernel_in_use == "fused"
+
+
+@pytest.mark.skipif(BACKEND != "tensorflow", reason="jit_compile=False is the default elsewhere")
+def test_xla_compiled_training_uses_the_fused_kernel(rng):
+    x = rng.standard_normal((8, 10, 2)).astype("float32")
+    model = keras.Sequential([keras.Input((10, 2)), MGU(4), keras.layers.Dense(1)])
+    model.compile("adam", "mse", jit_compile=True)
+    history = model.fit(x, x[:, -1, :1], epochs=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
