@@ -59,7 +59,8 @@ TRAIN_ONE_STEP = """
     import logging, numpy as np, keras
     logging.basicConfig(level=logging.WARNING)
     from keras_mgu import MGU, native
-    model = keras.Sequential([keras.Input((20, 2)), MGU(4, return_sequences=True), keras.layers.Dense(1)])
+    layers = [keras.Input((20, 2)), MGU(4, return_sequences=True), keras.layers.Dense(1)]
+    model = keras.Sequential(layers)
     model.compile("adam", "mse")
     x = np.random.default_rng(0).normal(size=(8, 20, 2)).astype("float32")
     loss = model.fit(x, x[..., :1], epochs=1, verbose=0).history["loss"][0]
@@ -100,7 +101,11 @@ def test_concurrent_first_use_builds_once(tmp_path):
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", textwrap.dedent(code)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=ROOT,
         )  # fmt: skip
         for _ in range(3)
     ]
