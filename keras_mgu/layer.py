@@ -191,16 +191,20 @@ class MGU(keras.layers.RNN):
 
         ``"native"``: the compiled loops of :mod:`keras_mgu.native`;
         ``"fused"``: the backend's fused kernel (:mod:`keras_mgu.kernels`);
-        ``"cell"``: the Keras cell loop. On TensorFlow, a function compiled
-        with XLA (``jit_compile=True``) runs the fused kernel instead of the
-        native loops.
+        ``"cell"``: the Keras cell loop. The native loops run where a step's
+        recurrent product (``batch * units**2``) is small enough for them to
+        be faster; the answer is for the batch size of the last call (32
+        before the first). On TensorFlow, a function compiled with XLA
+        (``jit_compile=True``) runs the fused kernel instead of the native
+        loops.
         """
         if not self.uses_fused_path:
             return "cell"
         module = kernels.backend_module()
         serves = getattr(module, "native_serves", None)
         dtype = keras.backend.standardize_dtype(self.compute_dtype)
-        return "native" if serves is not None and serves(dtype, self.units) else "fused"
+        batch = getattr(self, "_last_batch_size", None)
+        return "native" if serves is not None and serves(dtype, self.units, batch) else "fused"
 
     # ------------------------------------------------------------------ build
     def build(self, sequences_shape: tuple, initial_state_shape: Any = None) -> None:
@@ -215,6 +219,8 @@ class MGU(keras.layers.RNN):
         training: bool = False,
     ) -> Any:
         _check_sequences_shape(sequences.shape, built_features=self.cell.kernel.shape[0])
+        if isinstance(sequences.shape[0], int):
+            self._last_batch_size = sequences.shape[0]
         sequences = self._as_real_floats(sequences)
         if mask is not None and not isinstance(mask, (list, tuple)):
             mask = ops.convert_to_tensor(mask)

@@ -47,7 +47,7 @@ CUSTOM_VJP = True
 #: broadcast-multiply-sum, which XLA fuses with the gate activations.
 SMALL_MATMUL_UNITS = 8
 #: Run the compiled loops of :mod:`keras_mgu.native` where they serve (CPU,
-#: float32/64, up to :data:`keras_mgu.native.jax.MAX_UNITS` units, the library
+#: float32/64, within :data:`keras_mgu.native.jax.MAX_STEP_MACS`, the library
 #: built); ``KERAS_MGU_NATIVE=0`` turns them off too.
 NATIVE = True
 #: From this many units on, the backward loop accumulates ``dU`` step by step;
@@ -317,7 +317,7 @@ def _scan_backward(activation, recurrent_activation, residuals, cotangents):
 _recurrence_vjp.defvjp(_recurrence_fwd, _recurrence_bwd)
 
 
-def native_serves(dtype: str, units: int) -> bool:
-    """Whether calls in ``dtype`` with ``units`` units run the native loops."""
+def native_serves(dtype: str, units: int, batch: int | None = None) -> bool:
+    """Whether calls in ``dtype`` with ``units`` units (and ``batch``) run the native loops."""
     dtype = "float32" if dtype in ("float16", "bfloat16") else dtype
-    return _use_native(dtype, units)
+    return NATIVE and native_jax.usable(dtype, units, batch=batch)

@@ -41,7 +41,7 @@ from keras_mgu.native import tensorflow as native_tf
 
 AVAILABLE = True
 #: Run the compiled loops of :mod:`keras_mgu.native` where they serve (float32/64,
-#: up to :data:`keras_mgu.native.tensorflow.MAX_UNITS` units, outside XLA, the
+#: within :data:`keras_mgu.native.tensorflow.MAX_STEP_MACS`, outside XLA, the
 #: library built); ``KERAS_MGU_NATIVE=0`` turns them off too.
 NATIVE = True
 
@@ -172,7 +172,7 @@ def _recurrence(xw, h0, u, m, activations, names) -> tf.Tensor:
     if _inference_graph():
         return _forward(xw, h0, u, m, activations=activations)
     own_output = []
-    use_native = NATIVE and native_tf.usable(xw.dtype, u.shape[0])
+    use_native = NATIVE and native_tf.usable(xw.dtype, u.shape[0], xw.shape[1])
     mask = native_tf.as_numpy_mask(m) if use_native else None
     saved = []
 
@@ -325,7 +325,10 @@ def _steps(seq: tf.Tensor):
     return seq.shape[0] if seq.shape[0] is not None else tf.shape(seq)[0]
 
 
-def native_serves(dtype: str, units: int) -> bool:
-    """Whether calls in ``dtype`` with ``units`` units run the native loops (outside XLA)."""
+def native_serves(dtype: str, units: int, batch: int | None = None) -> bool:
+    """Whether calls in ``dtype`` with ``units`` units (and ``batch``) run the native loops.
+
+    Outside XLA-compiled functions, which run the XLA loops.
+    """
     dtype = tf.float32 if dtype in ("float16", "bfloat16") else tf.as_dtype(dtype)
-    return NATIVE and native_tf.usable(dtype, units)
+    return NATIVE and native_tf.usable(dtype, units, batch)

@@ -34,7 +34,7 @@ from keras_mgu.native import torch as native_torch
 
 AVAILABLE = True
 #: Run the compiled loops of :mod:`keras_mgu.native` where they serve (CPU,
-#: float32/64, up to :data:`keras_mgu.native.torch.MAX_UNITS` units, the library
+#: float32/64, within :data:`keras_mgu.native.torch.MAX_STEP_MACS`, the library
 #: built); ``KERAS_MGU_NATIVE=0`` turns them off too.
 NATIVE = True
 
@@ -404,7 +404,7 @@ def mgu_sequence(
         states = _exported_sequence(
             x2, initial_state, recurrent_kernel, step_mask, activation, recurrent_activation
         )
-    elif NATIVE and native_torch.usable(dtype, units, inputs.device):
+    elif NATIVE and native_torch.usable(dtype, units, inputs.device, batch):
         states = native_torch.recurrence(
             projected.view(steps, batch, 2 * units),
             initial_state,
@@ -462,7 +462,8 @@ def _check_shapes(inputs, initial_state, kernel, recurrent_kernel, bias, mask) -
             )
 
 
-def native_serves(dtype: str, units: int) -> bool:
-    """Whether calls in ``dtype`` with ``units`` units (on the CPU) run the native loops."""
+def native_serves(dtype: str, units: int, batch: int | None = None) -> bool:
+    """Whether calls in ``dtype`` with ``units`` units (and ``batch``, on the CPU) run native."""
     dtype = "float32" if dtype in ("float16", "bfloat16") else dtype
-    return NATIVE and native_torch.usable(getattr(torch, dtype), units, torch.device("cpu"))
+    cpu = torch.device("cpu")
+    return NATIVE and native_torch.usable(getattr(torch, dtype), units, cpu, batch)

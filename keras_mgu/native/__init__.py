@@ -48,6 +48,9 @@ ACTIVATION_CODES = {"tanh": 0, "sigmoid": 1}
 #: Dtypes the loops compute in.
 DTYPES = ("float32", "float64")
 
+#: The batch size assumed where it is not known when the loop is chosen.
+DEFAULT_BATCH = 32
+
 _logger = logging.getLogger("keras_mgu")
 _LIBRARY_OF_BACKEND = {"tensorflow": "core", "torch": "core", "jax": "xla"}
 
@@ -81,6 +84,16 @@ def turned_off() -> Iterator[None]:
         yield
     finally:
         _turned_off.pop()
+
+
+def faster(batch: int | None, units: int, max_step_macs: int) -> bool:
+    """Whether a step's recurrent product, ``batch * units**2`` multiply-adds, is small enough.
+
+    Above ``max_step_macs`` (measured per backend, see each front-end) the
+    backend's own multi-threaded products win over the single-threaded loops.
+    ``batch=None`` (not known yet) counts as :data:`DEFAULT_BATCH`.
+    """
+    return (DEFAULT_BATCH if batch is None else batch) * units * units <= max_step_macs
 
 
 def status(backend: str | None = None) -> NativeStatus:

@@ -17,10 +17,11 @@ import numpy as np
 
 from keras_mgu import native
 
-#: Up to this many units the native loops run by default (``"auto"``); above it
-#: the ``lax.scan`` kernel is as fast or faster. Measured with
-#: ``benchmarks/native_kernel.py``.
-MAX_UNITS = 64
+#: The native loops run when a step's recurrent product, ``batch * units**2``
+#: multiply-adds, is at most this; above it the ``lax.scan`` kernel is as fast
+#: or faster (batch 32: up to 79 units; batch 256: up to 27). Measured with
+#: ``benchmarks/native_kernel.py --part crossover``.
+MAX_STEP_MACS = 200_000
 
 _TARGETS = {
     ("forward", "float32"): "KerasMguForwardF32",
@@ -43,18 +44,21 @@ def _registered() -> bool:
     return True
 
 
-def usable(dtype: Any, units: int, shape: tuple = ()) -> bool:
+def usable(dtype: Any, units: int, shape: tuple = (), batch: int | None = None) -> bool:
     """Whether the native loops serve this call.
 
-    They do on the CPU, in float32/64, up to :data:`MAX_UNITS` units, for
-    arrays of known ``shape``: a symbolic dimension means that the function
-    is being exported (``jax2tf``, ``jax2onnx``), and a custom call cannot go
+    They do on the CPU, in float32/64, for sizes within
+    :data:`MAX_STEP_MACS`, for arrays of known ``shape`` (time major, so the
+    batch is ``shape[1]``): a symbolic dimension means that the function is
+    being exported (``jax2tf``, ``jax2onnx``), and a custom call cannot go
     into the exported file, so the ``lax.scan`` kernel runs there.
     """
+    if len(shape) > 1:
+        batch = shape[1]
     return (
         np.dtype(dtype).name in native.DTYPES
-        and units <= MAX_UNITS
         and all(isinstance(d, int) for d in shape)
+        and native.faster(batch, units, MAX_STEP_MACS)
         and jax.default_backend() == "cpu"
         and native.enabled()
         and _registered()

@@ -15,9 +15,10 @@ import tensorflow as tf
 
 from keras_mgu import native
 
-#: Up to this many units the native loops run by default; measured with
-#: ``benchmarks/native_kernel.py``.
-MAX_UNITS = 64
+#: The native loops run when a step's recurrent product, ``batch * units**2``
+#: multiply-adds, is at most this (batch 32: up to 96 units; batch 256: up to
+#: 34). Measured with ``benchmarks/native_kernel.py --part crossover``.
+MAX_STEP_MACS = 300_000
 
 
 def _in_xla_context() -> bool:
@@ -30,11 +31,11 @@ def _in_xla_context() -> bool:
     return bool(control_flow_util.GraphOrParentsInXlaContext(graph))
 
 
-def usable(dtype: tf.DType, units: int) -> bool:
+def usable(dtype: tf.DType, units: int, batch: int | None = None) -> bool:
     """Whether the native loops serve this call (float32/64, small enough, no XLA)."""
     return (
         dtype in (tf.float32, tf.float64)
-        and units <= MAX_UNITS
+        and native.faster(batch, units, MAX_STEP_MACS)
         and native.status("tensorflow").available
         and (tf.executing_eagerly() or not _in_xla_context())
     )

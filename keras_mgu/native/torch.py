@@ -19,19 +19,22 @@ from torch import Tensor
 
 from keras_mgu import native
 
-#: Up to this many units the native loops run by default; measured with
-#: ``benchmarks/native_kernel.py``.
-MAX_UNITS = 64
+#: The native loops run when a step's recurrent product, ``batch * units**2``
+#: multiply-adds, is at most this (batch 32: up to 279 units; batch 256: up to
+#: 98). Measured with ``benchmarks/native_kernel.py --part crossover``.
+MAX_STEP_MACS = 2_500_000
 _ACTIVATIONS = {code: name for name, code in native.ACTIVATION_CODES.items()}
 _differentiable_backward: list[Callable] = []
 
 
-def usable(dtype: torch.dtype, units: int, device: torch.device) -> bool:
+def usable(
+    dtype: torch.dtype, units: int, device: torch.device, batch: int | None = None
+) -> bool:
     """Whether the native loops serve this call (CPU, float32/64, small enough, built)."""
     return (
         device.type == "cpu"
         and dtype in (torch.float32, torch.float64)
-        and units <= MAX_UNITS
+        and native.faster(batch, units, MAX_STEP_MACS)
         and native.status("torch").available
     )
 

@@ -156,9 +156,13 @@ def test_stateful_halves_match_one_call(rng):
 def test_kernel_in_use_reports_each_path(monkeypatch):
     assert MGU(8).kernel_in_use == "native"
     assert MGU(8, implementation="cell").kernel_in_use == "cell"
-    front_end = {"jax": "jax", "tensorflow": "tensorflow", "torch": "torch"}[BACKEND]
-    max_units = __import__(f"keras_mgu.native.{front_end}", fromlist=["MAX_UNITS"]).MAX_UNITS
-    assert MGU(max_units + 1).kernel_in_use == "fused"
+    front_end = __import__(f"keras_mgu.native.{BACKEND}", fromlist=["MAX_STEP_MACS"])
+    limit = int((front_end.MAX_STEP_MACS / native.DEFAULT_BATCH) ** 0.5)
+    assert MGU(limit).kernel_in_use == "native"
+    assert MGU(limit + 1).kernel_in_use == "fused"
+    big_batch = MGU(limit)
+    big_batch(np.zeros((4 * native.DEFAULT_BATCH, 3, 2), "float32"))
+    assert big_batch.kernel_in_use == "fused"
     with native.turned_off():
         assert MGU(8).kernel_in_use == "fused"
     monkeypatch.setenv(native.ENV_VAR, "0")
