@@ -2,18 +2,18 @@
 
 ``MGUCell`` is the per-step cell, ``MGU`` the sequence layer with a fused
 fast path per backend (TensorFlow, JAX, PyTorch). The submodules
-``callbacks``, ``derivatives``, ``datasets``, ``sysid`` and ``plotting`` hold
-the training callbacks, derivative-target training, system-identification
-data, the identification recipe and training plots.
+``callbacks``, ``derivatives``, ``datasets``, ``sysid``, ``plotting`` and
+``native`` hold the training callbacks, derivative-target training,
+system-identification data, the identification recipe, training plots and the
+MGU's time loop in compiled C++.
 """
 
-from keras_mgu import callbacks, datasets, derivatives, plotting, sysid
+from keras_mgu import callbacks, datasets, derivatives, native, plotting, sysid
+from keras_mgu._version import __version__
 from keras_mgu.cell import MGUCell
 from keras_mgu.derivatives import DerivativeTargetModel, input_gradient
 from keras_mgu.fused import FusedCell, FusedRNN
 from keras_mgu.layer import MGU
-
-__version__ = "0.1.0.dev0"
 
 __all__ = [
     "MGU",
@@ -26,6 +26,7 @@ __all__ = [
     "datasets",
     "derivatives",
     "input_gradient",
+    "native",
     "plotting",
     "sysid",
 ]

@@ -29,6 +29,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from keras_mgu._version import __version__
+
 SOURCE_DIR = Path(__file__).resolve().parent
 #: Compiler flags. No fast-math: NaN and infinities must propagate.
 FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-std=c++17", "-shared", "-fPIC")
@@ -89,8 +91,6 @@ def _include_dirs(kind: str) -> list[str]:
 
 
 def _cache_key(kind: str, cxx: str, includes: list[str]) -> str:
-    from keras_mgu import __version__
-
     digest = hashlib.sha256()
     for part in (__version__, kind, " ".join(FLAGS), platform.machine(), _cpu_flags()):
         digest.update(part.encode() + b"\0")
