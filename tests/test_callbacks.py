@@ -224,6 +224,27 @@ def test_batch_checks_every_n_iterations_with_validation_metrics():
     )
 
 
+@pytest.mark.parametrize("n_val, batch_size", [(8, None), (40, 8)])  # one batch / several
+def test_validation_values_equal_model_evaluate(n_val, batch_size):
+    x, y = _data(16)
+    xv, yv = _data(n_val, seed=5)
+    wv = np.linspace(0.5, 1.5, n_val).astype("float32")
+    model = _model()
+    es = WeightedEarlyStopping(
+        {"val_loss": 1.0},
+        validation_data=(xv, yv, wv),
+        validation_frequency=4,
+        validation_batch_size=batch_size,
+    )
+    _fit(model, x, y, [es], epochs=1)
+    want = model.evaluate(
+        xv, yv, sample_weight=wv, batch_size=batch_size, return_dict=True, verbose=0
+    )
+    got = es._validate()
+    for name, value in want.items():
+        assert got[f"val_{name}"] == pytest.approx(float(value), rel=1e-6)
+
+
 def test_float_frequency_is_a_fraction_of_the_run():
     x, y = _data(16)
     xv, yv = _data(4, seed=5)

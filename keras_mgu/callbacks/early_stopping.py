@@ -361,6 +361,11 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
                     f"got a {type(data).__name__} of length {len(data)}."
                 )
             sample_weight = data[2] if len(data) == 3 else None
+            if _fits_one_batch(data[0], self.validation_batch_size):
+                # One batch: the compiled test step directly, without building a
+                # data pipeline on every check (the metrics are restored by the caller).
+                model.reset_metrics()
+                return model.test_on_batch(data[0], data[1], sample_weight, return_dict=True)
             return model.evaluate(
                 data[0],
                 data[1],
@@ -433,3 +438,12 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> WeightedEarlyStopping:
         return cls(**config)
+
+
+def _fits_one_batch(x: Any, batch_size: int | None) -> bool:
+    """Whether array inputs ``x`` (or a list/dict of arrays) make a single evaluation batch."""
+    first = next(iter(x.values())) if isinstance(x, dict) else x
+    if isinstance(first, (list, tuple)):
+        first = first[0] if first else None
+    rows = getattr(first, "shape", (None,))[0] if first is not None else None
+    return isinstance(rows, int) and rows <= (batch_size or 32)
