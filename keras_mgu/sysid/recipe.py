@@ -5,8 +5,9 @@ One run (:func:`train_simulator`):
 1. Build :func:`~keras_mgu.sysid.model.build_simulator` (MGU, learned initial
    state, linear path) with the run's seed.
 2. Train it with ``model.fit`` on :class:`~keras_mgu.sysid.windows.TrainingWindows`
-   of the standardised estimation record: Adam with gradient-norm clipping,
-   the learning rate cut at fixed fractions of the run
+   of the standardised estimation record: Adam with decoupled weight decay
+   (AdamW) and optional gradient-norm clipping, the learning rate cut at fixed
+   fractions of the run
    (:class:`~keras_mgu.callbacks.LearningRateDecayPoints`).
 3. Every ``iterations / validation_checks`` iterations, simulate the
    validation record free-run and keep the weights with the best score
@@ -52,6 +53,8 @@ class RecipeConfig:
         iterations: Gradient steps per run.
         learning_rate: Adam's initial learning rate.
         clipnorm: Gradient-norm clipping (``None``: off).
+        weight_decay: Decoupled weight decay (AdamW): every step multiplies the
+            weights by ``1 - learning_rate * weight_decay`` (``0``: plain Adam).
         decay_points, decay_rate: The learning rate is multiplied by
             ``decay_rate`` at these fractions of the run.
         window: Training window length. ``None``: the whole estimation record
@@ -77,6 +80,7 @@ class RecipeConfig:
     iterations: int = 2000
     learning_rate: float = 0.01
     clipnorm: float | None = None
+    weight_decay: float = 0.1
     decay_points: tuple[float, ...] = (0.5, 0.8)
     decay_rate: float = 0.3
     window: int | None = None
@@ -95,6 +99,9 @@ class RecipeConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
+        decay = self.weight_decay
+        if isinstance(decay, bool) or not isinstance(decay, (int, float)) or not decay >= 0:
+            raise ValueError(f"`weight_decay` must be a number >= 0; received {decay!r}.")
         window = self.window
         if window is None:
             window = min(n_samples, LONG_RECORD_WINDOW)
@@ -182,7 +189,9 @@ def train_simulator(
         estimation.n_inputs, estimation.n_outputs, config.units, config.linear_path,
         seed=seed, cell=config.cell,
     )  # fmt: skip
-    optimizer = keras.optimizers.Adam(config.learning_rate, clipnorm=config.clipnorm)
+    optimizer = keras.optimizers.AdamW(
+        config.learning_rate, weight_decay=config.weight_decay, clipnorm=config.clipnorm
+    )
     rmse = keras.metrics.RootMeanSquaredError(name="rmse")
     model.compile(optimizer, "mse", weighted_metrics=[rmse])
     windows = TrainingWindows(

@@ -32,11 +32,28 @@ def test_defaults_scale_with_the_record_length():
         ({"window": 500}, "fewer than the training window"),
         ({"window": 50, "washout": 50}, "washout"),
         ({"iterations": 0}, "iterations"),
+        ({"weight_decay": -0.1}, "weight_decay"),
+        ({"weight_decay": float("nan")}, "weight_decay"),
     ],
 )
 def test_bad_settings_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
         RecipeConfig(**kwargs).resolved(100)
+
+
+@pytest.mark.parametrize("decay", [0.0, 0.1])
+def test_weight_decay_reaches_the_optimizer(tanks, decay):
+    """The run trains with AdamW carrying the configured decoupled weight decay."""
+    from keras_mgu.datasets import Normalizer
+    from keras_mgu.sysid import train_simulator
+
+    norm = Normalizer.fit(tanks.estimation)
+    data = norm.transform(tanks)
+    config = RecipeConfig(
+        units=(4,), iterations=3, steps_per_epoch=3, validation_checks=1, weight_decay=decay
+    )
+    run = train_simulator(data.estimation, data.validation, config, seed=0)
+    assert float(run.model.optimizer.weight_decay or 0.0) == pytest.approx(decay)
 
 
 def test_restarts_are_chosen_on_validation_and_never_see_the_test_record(tanks):
