@@ -19,9 +19,9 @@ from keras_mgu import native
 
 #: The native loops run when a step's recurrent product, ``batch * units**2``
 #: multiply-adds, is at most this; above it the ``lax.scan`` kernel is as fast
-#: or faster (batch 32: up to 79 units; batch 256: up to 27). Measured with
-#: ``benchmarks/native_kernel.py --part crossover``.
-MAX_STEP_MACS = 200_000
+#: or faster (batch 32: up to 68 units; batch 256: up to 24). Measured with
+#: ``benchmarks/native_kernel.py --part crossover`` (docs/native_kernel.md).
+MAX_STEP_MACS = 150_000
 
 _TARGETS = {
     ("forward", "float32"): "KerasMguForwardF32",

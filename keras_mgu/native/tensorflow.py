@@ -16,9 +16,10 @@ import tensorflow as tf
 from keras_mgu import native
 
 #: The native loops run when a step's recurrent product, ``batch * units**2``
-#: multiply-adds, is at most this (batch 32: up to 96 units; batch 256: up to
-#: 34). Measured with ``benchmarks/native_kernel.py --part crossover``.
-MAX_STEP_MACS = 300_000
+#: multiply-adds, is at most this (batch 32: up to 35 units; batch 256: up to
+#: 12); above it the XLA loops, which use every core, win. Measured with
+#: ``benchmarks/native_kernel.py --part crossover`` (docs/native_kernel.md).
+MAX_STEP_MACS = 40_000
 
 
 def _in_xla_context() -> bool:

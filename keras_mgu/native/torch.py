@@ -20,9 +20,10 @@ from torch import Tensor
 from keras_mgu import native
 
 #: The native loops run when a step's recurrent product, ``batch * units**2``
-#: multiply-adds, is at most this (batch 32: up to 279 units; batch 256: up to
-#: 98). Measured with ``benchmarks/native_kernel.py --part crossover``.
-MAX_STEP_MACS = 2_500_000
+#: multiply-adds, is at most this (batch 32: up to 96 units; batch 256: up to
+#: 34); above it the thread pool's products win. Measured with
+#: ``benchmarks/native_kernel.py --part crossover`` (docs/native_kernel.md).
+MAX_STEP_MACS = 300_000
 _ACTIVATIONS = {code: name for name, code in native.ACTIVATION_CODES.items()}
 _differentiable_backward: list[Callable] = []
 
