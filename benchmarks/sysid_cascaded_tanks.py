@@ -97,12 +97,18 @@ def chosen(runs: list[dict], count: int) -> dict:
     return min(runs[:count], key=lambda r: r["validation"])
 
 
-def report(out: str) -> str:
-    rows = {}
+def load_results(out: str) -> dict[str, list[dict]]:
+    """The per-seed result files of folder ``out``, grouped by backend."""
+    rows: dict[str, list[dict]] = {}
     for path in sorted(glob.glob(os.path.join(out, "*_seed*.json"))):
         with open(path) as f:
             result = json.load(f)
         rows.setdefault(result["backend"], []).append(result)
+    return rows
+
+
+def report(out: str) -> str:
+    rows = load_results(out)
     lines = []
     for label, count in (("default (3 restarts)", DEFAULT_RESTARTS), ("--restarts 5", 5)):
         lines += [f"\n{label}: test RMSE [V], all 1024 samples / samples 50 on", ""]
@@ -129,11 +135,7 @@ def report(out: str) -> str:
 
 def summary(out: str) -> list[str]:
     """Per backend: validation medians (all runs / default's picks) and test medians / worst."""
-    rows = {}
-    for path in sorted(glob.glob(os.path.join(out, "*_seed*.json"))):
-        with open(path) as f:
-            result = json.load(f)
-        rows.setdefault(result["backend"], []).append(result)
+    rows = load_results(out)
     lines = []
     for backend, results in sorted(rows.items()):
         runs = [run for r in results for run in r["runs"]]
