@@ -303,20 +303,34 @@ def _recompute_gates(
     return f.view(shape), c.view(shape), fh.view(shape)
 
 
+def _autodiff_gradients(
+    args: tuple, wanted: list[int], d_states: Tensor, mask: Tensor | None, names: tuple, as_x2=None
+) -> list:
+    """Gradients of :func:`_autodiff_sequence` w.r.t. ``args[i]`` for ``i`` in ``wanted``.
+
+    ``args`` is ``(x, h0, U)``; ``as_x2`` turns ``x`` into the loop's
+    ``(2, T, B, H)`` inputs (default: ``x`` is that already). The graph is
+    kept (``create_graph=True``), so the gradients can be differentiated
+    again; the others are None.
+    """
+    grads: list = [None] * len(args)
+    with torch.enable_grad():
+        x2 = args[0] if as_x2 is None else as_x2(args[0])
+        states = _autodiff_sequence(x2, args[1], args[2], mask, *names)
+        found = torch.autograd.grad(
+            states, [args[i] for i in wanted], d_states, create_graph=True, materialize_grads=True
+        )
+    for i, g in zip(wanted, found):
+        grads[i] = g
+    return grads
+
+
 def _differentiable_backward(ctx, d_states: Tensor) -> tuple:
     """Backward pass built from differentiable ops, so it can itself be differentiated."""
     x2, h0, recurrent_kernel, mask, _ = ctx.saved_tensors
-    args = (x2, h0, recurrent_kernel)
     wanted = [i for i in range(3) if ctx.needs_input_grad[i]]
-    with torch.enable_grad():
-        states = _autodiff_sequence(*args, mask, *ctx.activations)
-        grads = torch.autograd.grad(
-            states, [args[i] for i in wanted], d_states, create_graph=True, allow_unused=True
-        )
-    result = [None] * 6
-    for i, g in zip(wanted, grads):
-        result[i] = torch.zeros_like(args[i]) if g is None else g
-    return tuple(result)
+    args = (x2, h0, recurrent_kernel)
+    return (*_autodiff_gradients(args, wanted, d_states, mask, ctx.activations), None, None, None)
 
 
 def _native_differentiable_backward(ctx, xw, h0, u, mask, d_hs, names) -> tuple:
@@ -325,16 +339,11 @@ def _native_differentiable_backward(ctx, xw, h0, u, mask, d_hs, names) -> tuple:
     step_mask = None if mask is None else mask.unsqueeze(-1).to(xw.dtype)
     args = (xw, h0, u)
     wanted = [i for i, a in enumerate(args) if a.requires_grad]
-    grads: list = [None, None, None]
-    with torch.enable_grad():
-        x2 = xw.view(steps, batch, 2, two_units // 2).permute(2, 0, 1, 3)
-        states = _autodiff_sequence(x2, h0, u, step_mask, *names)
-        found = torch.autograd.grad(
-            states, [args[i] for i in wanted], d_hs, create_graph=True, materialize_grads=True
-        )
-    for i, g in zip(wanted, found):
-        grads[i] = g
-    return tuple(grads)
+
+    def as_x2(xw):
+        return xw.view(steps, batch, 2, two_units // 2).permute(2, 0, 1, 3)
+
+    return tuple(_autodiff_gradients(args, wanted, d_hs, step_mask, names, as_x2))
 
 
 native_torch.set_differentiable_backward(_native_differentiable_backward)
@@ -396,27 +405,23 @@ def mgu_sequence(
     units = recurrent_kernel.shape[0]
     x_time_major = inputs.transpose(0, 1).reshape(steps * batch, inputs.shape[-1])
     projected = x_time_major @ kernel if bias is None else torch.addmm(bias, x_time_major, kernel)
-    x2 = projected.view(steps, batch, 2, units).permute(2, 0, 1, 3)
-    step_mask = None
-    if mask is not None:
-        step_mask = mask.to(torch.bool).t().unsqueeze(-1).to(dtype).contiguous()
-    if _exporting():
-        states = _exported_sequence(
-            x2, initial_state, recurrent_kernel, step_mask, activation, recurrent_activation
-        )
-    elif NATIVE and native_torch.usable(dtype, units, inputs.device, batch):
+    step_mask = None if mask is None else mask.to(torch.bool).t().contiguous()  # (T, B)
+    exporting = _exporting()
+    if not exporting and NATIVE and native_torch.usable(dtype, units, inputs.device, batch):
         states = native_torch.recurrence(
             projected.view(steps, batch, 2 * units),
             initial_state,
             recurrent_kernel,
-            None if mask is None else mask.to(torch.bool).t().contiguous(),
+            step_mask,
             activation,
             recurrent_activation,
         )
     else:
-        states = _MGUSequence.apply(
-            x2.contiguous(),
-            initial_state, recurrent_kernel, step_mask, activation, recurrent_activation
+        x2 = projected.view(steps, batch, 2, units).permute(2, 0, 1, 3).contiguous()
+        step_mask = None if step_mask is None else step_mask.unsqueeze(-1).to(dtype)
+        loop = _exported_sequence if exporting else _MGUSequence.apply
+        states = loop(
+            x2, initial_state, recurrent_kernel, step_mask, activation, recurrent_activation
         )
     outputs = states.transpose(0, 1).to(out_dtype)
     return outputs, states[-1].to(out_dtype)
