@@ -173,7 +173,7 @@ def _recurrence(xw, h0, u, m, activations, names) -> tf.Tensor:
         return _forward(xw, h0, u, m, activations=activations)
     own_output = []
     use_native = NATIVE and native_tf.usable(xw.dtype, u.shape[0], xw.shape[1])
-    mask = native_tf.as_numpy_mask(m) if use_native else None
+    mask = native_tf.as_bool_mask(m) if use_native else None
     saved = []
 
     @tf.custom_gradient

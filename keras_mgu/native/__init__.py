@@ -5,9 +5,9 @@ pass through time on the CPU, in float32 and float64; the input projection
 stays one backend matmul outside them. They are compiled on first use
 (:mod:`keras_mgu.native.build`) and reached through thin per-backend
 front-ends: an XLA FFI custom call on JAX (:mod:`keras_mgu.native.jax`), a
-``tf.numpy_function`` over ctypes on TensorFlow
-(:mod:`keras_mgu.native.tensorflow`) and a ``torch.library`` custom operator
-with its autograd on PyTorch (:mod:`keras_mgu.native.torch`).
+TensorFlow operator on TensorFlow (:mod:`keras_mgu.native.tensorflow`) and a
+``torch.library`` custom operator with its autograd on PyTorch
+(:mod:`keras_mgu.native.torch`).
 
 Set ``KERAS_MGU_NATIVE=0`` to turn the native loops off. Where the library
 cannot be built (no compiler, a failed build) the fused kernels of
@@ -33,16 +33,21 @@ from keras_mgu.native.build import BuildError, library_path
 __all__ = [
     "ACTIVATION_CODES",
     "ENV_VAR",
+    "THREADS_ENV_VAR",
     "NativeStatus",
     "backward",
     "enabled",
     "forward",
+    "max_threads",
     "status",
+    "threads",
     "turned_off",
 ]
 
 #: The environment variable that turns the native loops off ("0", "false", "off", "no").
 ENV_VAR = "KERAS_MGU_NATIVE"
+#: The environment variable that caps the loops' threads (default: the CPUs available).
+THREADS_ENV_VAR = "KERAS_MGU_NUM_THREADS"
 #: Activation name -> the code the C++ loops take.
 ACTIVATION_CODES = {"tanh": 0, "sigmoid": 1}
 #: Dtypes the loops compute in.
@@ -52,7 +57,7 @@ DTYPES = ("float32", "float64")
 DEFAULT_BATCH = 32
 
 _logger = logging.getLogger("keras_mgu")
-_LIBRARY_OF_BACKEND = {"tensorflow": "core", "torch": "core", "jax": "xla"}
+_LIBRARY_OF_BACKEND = {"tensorflow": "tf", "torch": "core", "jax": "xla"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,8 +128,17 @@ def _library_status(kind: str) -> NativeStatus:
 
 
 @functools.cache
-def _load(kind: str) -> ctypes.CDLL:
-    return ctypes.CDLL(str(library_path(kind)))
+def _load(kind: str) -> Any:
+    """The library ``kind``: a ctypes handle, or for ``"tf"`` the module of its operators."""
+    path = str(library_path(kind))
+    if kind != "tf":
+        return ctypes.CDLL(path)
+    import tensorflow as tf
+
+    try:
+        return tf.load_op_library(path)
+    except Exception as error:  # TensorFlow reports a bad library with its own error types
+        raise OSError(f"TensorFlow could not load {path}: {error}") from error
 
 
 @functools.cache
@@ -134,11 +148,16 @@ def core() -> ctypes.CDLL:
     i64, ptr, c_int = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int
     for suffix in ("f32", "f64"):
         forward_fn = getattr(lib, f"keras_mgu_forward_{suffix}")
-        forward_fn.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, c_int, c_int, ptr, ptr]
+        forward_fn.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, c_int, c_int, ptr, ptr, i64]
         forward_fn.restype = c_int
         backward_fn = getattr(lib, f"keras_mgu_backward_{suffix}")
-        backward_fn.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, ptr, c_int, c_int, ptr, ptr, ptr]
+        backward_fn.argtypes = [
+            *(i64, i64, i64, ptr, ptr, ptr, ptr, ptr, c_int, c_int, ptr, ptr, ptr, i64)
+        ]
         backward_fn.restype = c_int
+        threads_fn = getattr(lib, f"keras_mgu_threads_{suffix}")
+        threads_fn.argtypes = [i64, i64, i64, i64]
+        threads_fn.restype = i64
     return lib
 
 
@@ -160,28 +179,71 @@ def _codes(activation: str, ract: str) -> tuple[int, int]:
 
 
 def _check(code: int, what: str) -> None:
+    if code == 2:
+        raise MemoryError(f"The native MGU {what} pass ran out of memory.")
     if code != 0:
         raise ValueError(f"The native MGU {what} pass refused its arguments (code {code}).")
 
 
+def max_threads(backend: str | None = None) -> int:
+    """The most threads one call of the loops may use; 0 means the CPUs available.
+
+    :data:`THREADS_ENV_VAR` when set, else 1 under the ``"torch"`` backend
+    and 0 otherwise. PyTorch's OpenMP workers keep spinning for a while after
+    each parallel operation, so a second loop thread competes with them for a
+    core: measured on a 2-core machine, training steps got slower (see
+    ``docs/native_kernel.md``).
+    """
+    value = os.environ.get(THREADS_ENV_VAR, "").strip()
+    if not value:
+        return 1 if backend == "torch" else 0
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{THREADS_ENV_VAR} must be a positive integer; received {value!r}.")
+    return int(value)
+
+
+def threads(
+    steps: int, batch: int, units: int, dtype: Any = "float32", backend: str | None = None
+) -> int:
+    """How many threads the loops run a call of this size on (see :func:`max_threads`).
+
+    The sequences of a batch are independent, so a call large enough to gain
+    from it splits the batch into one contiguous chunk per thread, each
+    running the whole time loop, with at least 4 sequences a chunk.
+    """
+    fn = getattr(core(), f"keras_mgu_threads_{_suffix(dtype)}")
+    return int(fn(steps, batch, units, max_threads(backend)))
+
+
 def call_forward(
-    shape: tuple[int, int, int], dtype: Any, pointers: tuple, activation: str, ract: str
+    shape: tuple[int, int, int],
+    dtype: Any,
+    pointers: tuple,
+    activation: str,
+    ract: str,
+    backend: str | None = None,
 ) -> None:
     """Run the forward loop on raw pointers ``(xw, h0, u, mask, hs, saved)``; see the header."""
     xw, h0, u, mask, hs, saved = pointers
     fn = getattr(core(), f"keras_mgu_forward_{_suffix(dtype)}")
     codes = _codes(activation, ract)
-    _check(fn(*shape, xw, h0, u, mask, *codes, hs, saved), "forward")
+    _check(fn(*shape, xw, h0, u, mask, *codes, hs, saved, max_threads(backend)), "forward")
 
 
 def call_backward(
-    shape: tuple[int, int, int], dtype: Any, pointers: tuple, activation: str, ract: str
+    shape: tuple[int, int, int],
+    dtype: Any,
+    pointers: tuple,
+    activation: str,
+    ract: str,
+    backend: str | None = None,
 ) -> None:
     """Run the backward loop on ``(d_hs, d_last, saved, u, mask, dxw, dh0, du)`` pointers."""
     d_hs, d_last, saved, u, mask, dxw, dh0, du = pointers
     fn = getattr(core(), f"keras_mgu_backward_{_suffix(dtype)}")
     codes = _codes(activation, ract)
-    _check(fn(*shape, d_hs, d_last, saved, u, mask, *codes, dxw, dh0, du), "backward")
+    args = (d_hs, d_last, saved, u, mask, *codes, dxw, dh0, du, max_threads(backend))
+    _check(fn(*shape, *args), "backward")
 
 
 def _pointer(array: np.ndarray | None) -> int | None:
@@ -195,12 +257,14 @@ def forward(
     mask: np.ndarray | None,
     activation: str = "tanh",
     recurrent_activation: str = "sigmoid",
+    backend: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The native forward loop on NumPy arrays.
 
     Args:
         xw: ``(T, B, 2H)`` projected inputs; h0: ``(B, H)``; u: ``(H, 2H)``;
             mask: ``(T, B)`` booleans or None. One float dtype for all.
+        backend: whose thread default applies (:func:`max_threads`).
 
     Returns:
         ``(hs, saved)``: ``(T, B, H)`` states and ``(T, B, 3H)`` ``[h_{t-1} | f_t | c_t]``.
@@ -213,7 +277,7 @@ def forward(
     hs = np.empty((steps, batch, units), dtype)
     saved = np.empty((steps, batch, 3 * units), dtype)
     pointers = tuple(_pointer(a) for a in (xw, h0, u, m, hs, saved))
-    call_forward((steps, batch, units), dtype, pointers, activation, recurrent_activation)
+    call_forward((steps, batch, units), dtype, pointers, activation, recurrent_activation, backend)
     return hs, saved
 
 
@@ -225,11 +289,13 @@ def backward(
     mask: np.ndarray | None,
     activation: str = "tanh",
     recurrent_activation: str = "sigmoid",
+    backend: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The native backward loop on NumPy arrays: ``(dxw, dh0, du)``.
 
     ``d_hs`` ``(T, B, H)`` is the gradient of the states, ``d_last`` ``(B, H)``
-    (or None) that of the final state; ``saved`` comes from :func:`forward`.
+    (or None) that of the final state; ``saved`` comes from :func:`forward`;
+    ``backend`` as for :func:`forward`.
     """
     dtype = np.dtype(saved.dtype)
     d_hs, saved, u = (np.ascontiguousarray(a, dtype) for a in (d_hs, saved, u))
@@ -240,5 +306,6 @@ def backward(
     dh0 = np.empty((batch, units), dtype)
     du = np.empty((units, 2 * units), dtype)
     pointers = tuple(_pointer(a) for a in (d_hs, d_last, saved, u, m, dxw, dh0, du))
-    call_backward((steps, batch, units), dtype, pointers, activation, recurrent_activation)
+    names = (activation, recurrent_activation)
+    call_backward((steps, batch, units), dtype, pointers, *names, backend)
     return dxw, dh0, du

@@ -1,18 +1,21 @@
 """Compile the native MGU libraries on first use and cache them.
 
-Two shared libraries are built from the sources beside this module with the
-machine's C++ compiler (``$CXX``, else ``c++``, ``g++`` or ``clang++``):
+Three shared libraries are built from the sources beside this module with the
+machine's C++ compiler (``$CXX``, else ``c++``, ``g++`` or ``clang++``), each
+when first needed:
 
 * ``core``: :file:`mgu_c_api.cc`, plain C entry points for ctypes (the
-  TensorFlow and PyTorch front-ends);
+  PyTorch front-end and the NumPy helpers);
 * ``xla``: :file:`mgu_xla_ffi.cc`, XLA FFI handlers for the JAX front-end,
-  compiled against the headers that ``jax.ffi.include_dir()`` ships.
+  compiled against the headers that ``jax.ffi.include_dir()`` ships;
+* ``tf``: :file:`mgu_tf_op.cc`, TensorFlow operators for the TensorFlow
+  front-end, compiled and linked with ``tf.sysconfig``'s flags.
 
 A library is cached under ``$KERAS_MGU_CACHE_DIR`` (default
 ``~/.cache/keras_mgu/native``) in a file whose name carries a hash of
 everything that shapes the binary: the package version, the sources, the
 compiler's version, the flags, the machine's CPU flags (``-march=native``) and,
-for ``xla``, the jaxlib version. Several processes may build at once: each
+for ``xla`` and ``tf``, the jaxlib or TensorFlow version. Several processes may build at once: each
 compiles into its own temporary file under an exclusive file lock and moves it
 into place atomically, so a reader never sees a half-written library.
 """
@@ -33,8 +36,8 @@ from keras_mgu._version import __version__
 
 SOURCE_DIR = Path(__file__).resolve().parent
 #: Compiler flags. No fast-math: NaN and infinities must propagate.
-FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-std=c++17", "-shared", "-fPIC")
-_SOURCES = {"core": "mgu_c_api.cc", "xla": "mgu_xla_ffi.cc"}
+FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-std=c++17", "-shared", "-fPIC", "-pthread")
+_SOURCES = {"core": "mgu_c_api.cc", "xla": "mgu_xla_ffi.cc", "tf": "mgu_tf_op.cc"}
 _HEADERS = ("mgu_kernel.h",)
 
 
@@ -63,12 +66,12 @@ def compiler() -> str:
 
 
 def library_path(kind: str) -> Path:
-    """The compiled library ``kind`` (``"core"`` or ``"xla"``), built if not cached."""
+    """The compiled library ``kind`` (``"core"``, ``"xla"`` or ``"tf"``), built if not cached."""
     if kind not in _SOURCES:
         raise ValueError(f"`kind` must be one of {tuple(_SOURCES)}; received {kind!r}.")
     cxx = compiler()
     includes = _include_dirs(kind)
-    key = _cache_key(kind, cxx, includes)
+    key = _cache_key(kind, cxx, includes + _extra_flags(kind))
     target = cache_dir() / f"libkeras_mgu_{kind}-{key}.so"
     if target.exists():
         return target
@@ -90,17 +93,38 @@ def _include_dirs(kind: str) -> list[str]:
     return dirs
 
 
-def _cache_key(kind: str, cxx: str, includes: list[str]) -> str:
+def _extra_flags(kind: str) -> list[str]:
+    """TensorFlow's compile and link flags for ``tf`` (headers, ABI, its framework library)."""
+    if kind != "tf":
+        return []
+    try:
+        import tensorflow as tf
+    except ImportError as error:
+        raise BuildError(f"tensorflow is not available ({error})") from error
+    compile_flags = [f for f in tf.sysconfig.get_compile_flags() if not f.startswith("--std")]
+    return [*compile_flags, "-Wno-deprecated-declarations", *tf.sysconfig.get_link_flags()]
+
+
+def _backend_version(kind: str) -> str:
+    if kind == "xla":
+        import jaxlib
+
+        return jaxlib.__version__
+    if kind == "tf":
+        import tensorflow as tf
+
+        return tf.__version__
+    return ""
+
+
+def _cache_key(kind: str, cxx: str, flags: list[str]) -> str:
     digest = hashlib.sha256()
     for part in (__version__, kind, " ".join(FLAGS), platform.machine(), _cpu_flags()):
         digest.update(part.encode() + b"\0")
     digest.update(_compiler_version(cxx).encode())
     for name in (_SOURCES[kind], *_HEADERS):
         digest.update((SOURCE_DIR / name).read_bytes())
-    if kind == "xla":
-        import jaxlib
-
-        digest.update(jaxlib.__version__.encode())
+    digest.update((_backend_version(kind) + "\0" + " ".join(flags)).encode())
     return digest.hexdigest()[:16]
 
 
@@ -133,12 +157,13 @@ def _compile(cxx: str, kind: str, includes: list[str], target: Path) -> None:
         str(SOURCE_DIR / _SOURCES[kind]),
         "-o",
         tmp,
+        *_extra_flags(kind),  # after the source: the link flags name libraries
     ]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=600)
         if result.returncode != 0:
             lines = (result.stderr or result.stdout).strip().splitlines()
-            errors = [line for line in lines if "error" in line.lower()] or lines or ["no output"]
+            errors = [line for line in lines if "error:" in line.lower()] or lines or ["no output"]
             raise BuildError(f"{' '.join(command)} failed: {errors[0].strip()}")
         os.replace(tmp, target)
     except (OSError, subprocess.SubprocessError) as error:

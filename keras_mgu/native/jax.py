@@ -70,6 +70,7 @@ def _attributes(m: Any, activation: str, recurrent_activation: str) -> dict:
         "activation": np.int32(native.ACTIVATION_CODES[activation]),
         "recurrent_activation": np.int32(native.ACTIVATION_CODES[recurrent_activation]),
         "masked": np.int32(m is not None),
+        "threads": np.int32(native.max_threads("jax")),  # read when the call is traced
     }
 
 

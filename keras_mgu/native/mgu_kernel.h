@@ -24,10 +24,16 @@
 // call libm. No fast-math is assumed.
 #pragma once
 
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <algorithm>
 #include <cstring>
+#include <new>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 namespace keras_mgu {
@@ -225,9 +231,13 @@ std::vector<T> padded_recurrent_kernel(const T* u, int64_t units, int64_t hp, bo
   return out;
 }
 
+// One chunk of `batch` sequences whose rows lie `ld` rows apart from one step
+// to the next (`ld` is the whole batch; the pointers start at the chunk's
+// first row).
 template <int HP, bool EXACT, typename T>
-void forward_loop(int64_t steps, int64_t batch, int64_t runtime_units, const T* xw, const T* h0,
-                  const T* u, const uint8_t* mask, int act, int ract, T* hs, T* saved) {
+void forward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_units, const T* xw,
+                  const T* h0, const T* u, const uint8_t* mask, int act, int ract, T* hs,
+                  T* saved) {
   // EXACT: H == Hp, both known at compile time.
   const int64_t units = EXACT ? HP : runtime_units;
   const int64_t hp = HP > 0 ? HP : padded<T>(units), n = batch * hp;
@@ -236,8 +246,8 @@ void forward_loop(int64_t steps, int64_t batch, int64_t runtime_units, const T* 
   std::vector<T> h(n), f(n), fh(n), c(n);
   copy_rows(h0, units, h.data(), hp, batch, units, hp);
   for (int64_t t = 0; t < steps; ++t) {
-    const T* xw_t = xw + t * batch * two;
-    T* saved_t = saved + t * batch * three;
+    const T* xw_t = xw + t * ld * two;
+    T* saved_t = saved + t * ld * three;
     copy_rows(h.data(), hp, saved_t, three, batch, units, 0);  // h_{t-1}
     copy_rows(xw_t, two, f.data(), hp, batch, units, hp);
     gemm_rows(batch, hp, hp, h.data(), hp, 1, up.data(), 2 * hp, f.data(), hp);
@@ -246,7 +256,7 @@ void forward_loop(int64_t steps, int64_t batch, int64_t runtime_units, const T* 
     copy_rows(xw_t + units, two, c.data(), hp, batch, units, hp);
     gemm_rows(batch, hp, hp, fh.data(), hp, 1, up.data() + hp, 2 * hp, c.data(), hp);
     activate(act, c.data(), n);
-    const uint8_t* m = mask == nullptr ? nullptr : mask + t * batch;
+    const uint8_t* m = mask == nullptr ? nullptr : mask + t * ld;
     for (int64_t b = 0; b < batch; ++b) {
       if (m != nullptr && !m[b]) continue;  // a masked step carries the state
       T* hb = h.data() + b * hp;
@@ -254,16 +264,18 @@ void forward_loop(int64_t steps, int64_t batch, int64_t runtime_units, const T* 
       const T* cb = c.data() + b * hp;
       for (int64_t j = 0; j < hp; ++j) hb[j] += fb[j] * (cb[j] - hb[j]);
     }
-    copy_rows(h.data(), hp, hs + t * batch * units, units, batch, units, 0);
+    copy_rows(h.data(), hp, hs + t * ld * units, units, batch, units, 0);
     copy_rows(f.data(), hp, saved_t + units, three, batch, units, 0);
     copy_rows(c.data(), hp, saved_t + two, three, batch, units, 0);
   }
 }
 
+// One chunk of sequences, as forward_loop; its dU is added to du_sum, the
+// padded (Hp, 2Hp) sum in double.
 template <int HP, bool EXACT, typename T>
-void backward_loop(int64_t steps, int64_t batch, int64_t runtime_units, const T* d_hs, const T* d_last,
-                   const T* saved, const T* u, const uint8_t* mask, int act, int ract, T* dxw,
-                   T* dh0, T* du) {
+void backward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_units,
+                   const T* d_hs, const T* d_last, const T* saved, const T* u,
+                   const uint8_t* mask, int act, int ract, T* dxw, T* dh0, double* du_sum) {
   // EXACT: H == Hp, both known at compile time.
   const int64_t units = EXACT ? HP : runtime_units;
   const int64_t hp = HP > 0 ? HP : padded<T>(units), n = batch * hp;
@@ -272,16 +284,15 @@ void backward_loop(int64_t steps, int64_t batch, int64_t runtime_units, const T*
   const std::vector<T> ut = padded_recurrent_kernel(u, units, hp, true);
   std::vector<T> g(n, T(0)), gm(n), h(n), f(n), c(n), fh(n), dzf(n), dzc(n), dfh(n), g_prev(n);
   std::vector<T> du_step(hp * 2 * hp);
-  std::vector<double> du_sum(hp * 2 * hp, 0.0);  // the sum over steps, in double
   if (d_last != nullptr) copy_rows(d_last, units, g.data(), hp, batch, units, hp);
   for (int64_t t = steps - 1; t >= 0; --t) {
-    copy_rows(d_hs + t * batch * units, units, gm.data(), hp, batch, units, hp);
+    copy_rows(d_hs + t * ld * units, units, gm.data(), hp, batch, units, hp);
     for (int64_t i = 0; i < n; ++i) g[i] += gm[i];
-    const T* saved_t = saved + t * batch * three;
+    const T* saved_t = saved + t * ld * three;
     copy_rows(saved_t, three, h.data(), hp, batch, units, hp);
     copy_rows(saved_t + units, three, f.data(), hp, batch, units, hp);
     copy_rows(saved_t + two, three, c.data(), hp, batch, units, hp);
-    const uint8_t* m = mask == nullptr ? nullptr : mask + t * batch;
+    const uint8_t* m = mask == nullptr ? nullptr : mask + t * ld;
     for (int64_t i = 0; i < n; ++i) gm[i] = g[i];
     if (m != nullptr) {
       for (int64_t b = 0; b < batch; ++b) {
@@ -309,19 +320,12 @@ void backward_loop(int64_t steps, int64_t batch, int64_t runtime_units, const T*
     gemm_rows(hp, batch, hp, h.data(), 1, hp, dzf.data(), hp, du_step.data(), 2 * hp);
     gemm_rows(hp, batch, hp, fh.data(), 1, hp, dzc.data(), hp, du_step.data() + hp, 2 * hp);
     for (size_t i = 0; i < du_step.size(); ++i) du_sum[i] += du_step[i];
-    T* dxw_t = dxw + t * batch * two;
+    T* dxw_t = dxw + t * ld * two;
     copy_rows(dzf.data(), hp, dxw_t, two, batch, units, 0);
     copy_rows(dzc.data(), hp, dxw_t + units, two, batch, units, 0);
     g.swap(g_prev);
   }
   copy_rows(g.data(), hp, dh0, units, batch, units, 0);
-  for (int64_t k = 0; k < units; ++k) {
-    for (int64_t half = 0; half < 2; ++half) {
-      for (int64_t j = 0; j < units; ++j) {
-        du[k * two + half * units + j] = static_cast<T>(du_sum[k * 2 * hp + half * hp + j]);
-      }
-    }
-  }
 }
 
 #define KERAS_MGU_EXACT(loop, hp, units, ...) \
@@ -344,23 +348,96 @@ void backward_loop(int64_t steps, int64_t batch, int64_t runtime_units, const T*
     }                                                                    \
   } while (0)
 
+// ------------------------------------------------------------------ threads
+// The sequences of a batch are independent, so a call splits the batch into
+// contiguous chunks, each running the whole time loop on its own thread; only
+// the dU sums meet, added in chunk order. A call runs on at most max_threads
+// threads (0: the CPUs this process may run on), a chunk has at least
+// kMinRows sequences, and a call is split only when its work,
+// steps * batch * Hp^2, is at least kMinWork (below it, starting a thread
+// costs more than it saves).
+constexpr int64_t kMinRows = 4;
+constexpr int64_t kMinWork = int64_t(1) << 18;
+
+inline int64_t available_cpus() {
+#ifdef __linux__
+  cpu_set_t cpus;
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0) return std::max(1, CPU_COUNT(&cpus));
+#endif
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+inline int64_t chunk_count(int64_t steps, int64_t batch, int64_t hp, int64_t max_threads) {
+  if (max_threads == 1 || steps * batch * hp * hp < kMinWork) return 1;
+  const int64_t threads = max_threads > 1 ? max_threads : available_cpus();
+  return std::max<int64_t>(1, std::min(threads, batch / kMinRows));
+}
+
+// Runs fn(chunk, first_row, rows) over `chunks` contiguous chunks of `batch`
+// rows, chunk 0 on the calling thread (and any chunk whose thread cannot
+// start). Returns 0, or 2 when a chunk ran out of memory.
+template <typename Fn>
+int for_chunks(int64_t batch, int64_t chunks, Fn fn) {
+  std::atomic<bool> failed(false);
+  auto run = [&](int64_t i) {
+    try {
+      const int64_t first = batch * i / chunks, last = batch * (i + 1) / chunks;
+      fn(i, first, last - first);
+    } catch (const std::bad_alloc&) {
+      failed = true;
+    }
+  };
+  std::vector<std::thread> workers;
+  std::vector<int64_t> here = {0};
+  for (int64_t i = 1; i < chunks; ++i) {
+    try {
+      workers.emplace_back(run, i);
+    } catch (const std::system_error&) {
+      here.push_back(i);
+    }
+  }
+  for (int64_t i : here) run(i);
+  for (std::thread& worker : workers) worker.join();
+  return failed ? 2 : 0;
+}
+
 template <typename T>
 int mgu_forward(int64_t steps, int64_t batch, int64_t units, const T* xw, const T* h0,
-                const T* u, const uint8_t* mask, int act, int ract, T* hs, T* saved) {
-  if (!valid(steps, batch, units, act, ract)) return 1;
-  KERAS_MGU_DISPATCH(T, forward_loop, units, steps, batch, units, xw, h0, u, mask, act, ract, hs,
-                     saved);
-  return 0;
+                const T* u, const uint8_t* mask, int act, int ract, T* hs, T* saved,
+                int64_t max_threads) {
+  if (!valid(steps, batch, units, act, ract) || max_threads < 0) return 1;
+  const int64_t chunks = chunk_count(steps, batch, padded<T>(units), max_threads);
+  return for_chunks(batch, chunks, [&](int64_t, int64_t b0, int64_t rows) {
+    KERAS_MGU_DISPATCH(T, forward_loop, units, steps, rows, batch, units, xw + b0 * 2 * units,
+                       h0 + b0 * units, u, mask == nullptr ? nullptr : mask + b0, act, ract,
+                       hs + b0 * units, saved + b0 * 3 * units);
+  });
 }
 
 template <typename T>
 int mgu_backward(int64_t steps, int64_t batch, int64_t units, const T* d_hs, const T* d_last,
                  const T* saved, const T* u, const uint8_t* mask, int act, int ract, T* dxw,
-                 T* dh0, T* du) {
-  if (!valid(steps, batch, units, act, ract)) return 1;
-  KERAS_MGU_DISPATCH(T, backward_loop, units, steps, batch, units, d_hs, d_last, saved, u, mask,
-                     act, ract, dxw, dh0, du);
-  return 0;
+                 T* dh0, T* du, int64_t max_threads) {
+  if (!valid(steps, batch, units, act, ract) || max_threads < 0) return 1;
+  const int64_t hp = padded<T>(units), size = hp * 2 * hp;
+  const int64_t chunks = chunk_count(steps, batch, hp, max_threads);
+  std::vector<double> sums(chunks * size, 0.0);  // each chunk's dU, in double
+  const int code = for_chunks(batch, chunks, [&](int64_t i, int64_t b0, int64_t rows) {
+    KERAS_MGU_DISPATCH(T, backward_loop, units, steps, rows, batch, units, d_hs + b0 * units,
+                       d_last == nullptr ? nullptr : d_last + b0 * units,
+                       saved + b0 * 3 * units, u, mask == nullptr ? nullptr : mask + b0, act,
+                       ract, dxw + b0 * 2 * units, dh0 + b0 * units, sums.data() + i * size);
+  });
+  for (int64_t k = 0; k < units; ++k) {
+    for (int64_t half = 0; half < 2; ++half) {
+      for (int64_t j = 0; j < units; ++j) {
+        double total = 0.0;
+        for (int64_t i = 0; i < chunks; ++i) total += sums[i * size + k * 2 * hp + half * hp + j];
+        du[k * 2 * units + half * units + j] = static_cast<T>(total);
+      }
+    }
+  }
+  return code;
 }
 
 }  // namespace keras_mgu

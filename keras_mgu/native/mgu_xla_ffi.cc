@@ -1,6 +1,7 @@
 // XLA FFI handlers of the MGU loops, for the JAX front-end (jax.ffi.ffi_call).
 // Buffers and their shapes are those of mgu_kernel.h; `masked` says whether the
-// mask buffer holds a (T, B) mask or is a placeholder.
+// mask buffer holds a (T, B) mask or is a placeholder; `threads` is the most
+// threads a call may use (0: the CPUs available).
 #include <cstdint>
 #include <string>
 
@@ -13,6 +14,10 @@ namespace {
 
 ffi::Error Refused(int code, const char* what) {
   if (code == 0) return ffi::Error::Success();
+  if (code == 2) {
+    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
+                      std::string("keras_mgu native ") + what + " ran out of memory");
+  }
   return ffi::Error(ffi::ErrorCode::kInvalidArgument,
                     std::string("keras_mgu native ") + what + " refused its arguments");
 }
@@ -20,29 +25,31 @@ ffi::Error Refused(int code, const char* what) {
 template <ffi::DataType DT>
 ffi::Error Forward(ffi::Buffer<DT> xw, ffi::Buffer<DT> h0, ffi::Buffer<DT> u,
                    ffi::Buffer<ffi::PRED> mask, int32_t activation,
-                   int32_t recurrent_activation, int32_t masked, ffi::ResultBuffer<DT> hs,
-                   ffi::ResultBuffer<DT> saved) {
+                   int32_t recurrent_activation, int32_t masked, int32_t threads,
+                   ffi::ResultBuffer<DT> hs, ffi::ResultBuffer<DT> saved) {
   auto dims = xw.dimensions();
   if (dims.size() != 3) return Refused(1, "forward");
   const auto* m = masked ? reinterpret_cast<const uint8_t*>(mask.typed_data()) : nullptr;
   int code = keras_mgu::mgu_forward(dims[0], dims[1], dims[2] / 2, xw.typed_data(),
                                     h0.typed_data(), u.typed_data(), m, activation,
-                                    recurrent_activation, hs->typed_data(), saved->typed_data());
+                                    recurrent_activation, hs->typed_data(), saved->typed_data(),
+                                    threads);
   return Refused(code, "forward");
 }
 
 template <ffi::DataType DT>
 ffi::Error Backward(ffi::Buffer<DT> d_hs, ffi::Buffer<DT> d_last, ffi::Buffer<DT> saved,
                     ffi::Buffer<DT> u, ffi::Buffer<ffi::PRED> mask, int32_t activation,
-                    int32_t recurrent_activation, int32_t masked, ffi::ResultBuffer<DT> dxw,
-                    ffi::ResultBuffer<DT> dh0, ffi::ResultBuffer<DT> du) {
+                    int32_t recurrent_activation, int32_t masked, int32_t threads,
+                    ffi::ResultBuffer<DT> dxw, ffi::ResultBuffer<DT> dh0,
+                    ffi::ResultBuffer<DT> du) {
   auto dims = d_hs.dimensions();
   if (dims.size() != 3) return Refused(1, "backward");
   const auto* m = masked ? reinterpret_cast<const uint8_t*>(mask.typed_data()) : nullptr;
   int code = keras_mgu::mgu_backward(
       dims[0], dims[1], dims[2], d_hs.typed_data(), d_last.typed_data(), saved.typed_data(),
       u.typed_data(), m, activation, recurrent_activation, dxw->typed_data(),
-      dh0->typed_data(), du->typed_data());
+      dh0->typed_data(), du->typed_data(), threads);
   return Refused(code, "backward");
 }
 
@@ -56,6 +63,7 @@ constexpr auto ForwardBinding() {
       .template Attr<int32_t>("activation")
       .template Attr<int32_t>("recurrent_activation")
       .template Attr<int32_t>("masked")
+      .template Attr<int32_t>("threads")
       .template Ret<ffi::Buffer<DT>>()
       .template Ret<ffi::Buffer<DT>>();
 }
@@ -71,6 +79,7 @@ constexpr auto BackwardBinding() {
       .template Attr<int32_t>("activation")
       .template Attr<int32_t>("recurrent_activation")
       .template Attr<int32_t>("masked")
+      .template Attr<int32_t>("threads")
       .template Ret<ffi::Buffer<DT>>()
       .template Ret<ffi::Buffer<DT>>()
       .template Ret<ffi::Buffer<DT>>();

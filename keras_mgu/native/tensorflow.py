@@ -1,10 +1,11 @@
-"""TensorFlow front-end of the native MGU loops: ``tf.numpy_function`` over ctypes.
+"""TensorFlow front-end of the native MGU loops: TensorFlow operators.
 
-The loops run on the host buffers of the tensors (no copy in, one allocation
-out) from eager code and from ``tf.function`` graphs. XLA cannot compile a
-Python function, so under ``jit_compile=True`` :func:`usable` is False and the
-XLA kernel of :mod:`keras_mgu.kernels.tensorflow` runs instead; it also gives
-these calls their gradients of gradients.
+``KerasMguForward`` and ``KerasMguBackward`` (:file:`mgu_tf_op.cc`, loaded
+with ``tf.load_op_library``) run the loops on the tensors' buffers, in eager
+code and in ``tf.function`` graphs, with static shape inference. XLA cannot
+compile them, so under ``jit_compile=True`` :func:`usable` is False and the
+XLA kernel of :mod:`keras_mgu.kernels.tensorflow` runs instead; that kernel
+also gives these calls their gradients of gradients.
 """
 
 from __future__ import annotations
@@ -42,6 +43,20 @@ def usable(dtype: tf.DType, units: int, batch: int | None = None) -> bool:
     )
 
 
+def _settings(mask: Any, activation: str, ract: str) -> dict:
+    """The operators' attributes; the thread setting is read when the call is traced."""
+    return {
+        "activation": native.ACTIVATION_CODES[activation],
+        "recurrent_activation": native.ACTIVATION_CODES[ract],
+        "masked": mask is not None,
+        "threads": native.max_threads("tensorflow"),
+    }
+
+
+def _mask_or_placeholder(mask: Any) -> tf.Tensor:
+    return tf.zeros((1, 1), tf.bool) if mask is None else mask
+
+
 def forward(
     xw: tf.Tensor, h0: tf.Tensor, u: tf.Tensor, mask: Any, activation: str, ract: str
 ) -> tuple[tf.Tensor, tf.Tensor]:
@@ -49,38 +64,20 @@ def forward(
 
     ``mask`` is a ``(T, B)`` boolean tensor or None.
     """
-
-    def run(xw, h0, u, *mask):
-        return native.forward(xw, h0, u, mask[0] if mask else None, activation, ract)
-
-    args = [xw, h0, u] + ([] if mask is None else [mask])
-    hs, saved = tf.numpy_function(run, args, [xw.dtype, xw.dtype], stateful=False)
-    steps, batch, two_units = xw.shape
-    units = None if two_units is None else two_units // 2
-    hs.set_shape([steps, batch, units])
-    saved.set_shape([steps, batch, None if units is None else 3 * units])
-    return hs, saved
+    ops = native._load("tf")
+    m = _mask_or_placeholder(mask)
+    return tuple(ops.keras_mgu_forward(xw, h0, u, m, **_settings(mask, activation, ract)))
 
 
 def backward(
     d_hs: tf.Tensor, saved: tf.Tensor, u: tf.Tensor, mask: Any, activation: str, ract: str
 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """``(dxw, dh0, du)`` for the state gradients ``d_hs`` ``(T, B, H)``."""
-
-    def run(d_hs, saved, u, *mask):
-        m = mask[0] if mask else None
-        return native.backward(d_hs, None, saved, u, m, activation, ract)
-
-    args = [d_hs, saved, u] + ([] if mask is None else [mask])
-    dxw, dh0, du = tf.numpy_function(run, args, [d_hs.dtype] * 3, stateful=False)
-    steps, batch, units = d_hs.shape
-    two = None if units is None else 2 * units
-    dxw.set_shape([steps, batch, two])
-    dh0.set_shape([batch, units])
-    du.set_shape(u.shape)
-    return dxw, dh0, du
+    ops = native._load("tf")
+    m = _mask_or_placeholder(mask)
+    return tuple(ops.keras_mgu_backward(d_hs, saved, u, m, **_settings(mask, activation, ract)))
 
 
-def as_numpy_mask(m: tf.Tensor | None) -> tf.Tensor | None:
+def as_bool_mask(m: tf.Tensor | None) -> tf.Tensor | None:
     """The TensorFlow kernel's ``(T, B, 1)`` float mask as ``(T, B)`` booleans."""
     return None if m is None else tf.greater(m[..., 0], 0)

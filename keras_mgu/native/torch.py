@@ -6,7 +6,9 @@ implementations for shape propagation. The forward operator's autograd
 (registered with ``torch.library.register_autograd``) runs the backward
 operator; when a gradient of the gradient is wanted (``create_graph=True``),
 it computes the backward pass from differentiable torch ops instead
-(:func:`set_differentiable_backward`).
+(:func:`set_differentiable_backward`). Traced code calls the operators;
+eager code calls the same loops and gradients through a
+``torch.autograd.Function``, which skips the dispatcher (:func:`recurrence`).
 """
 
 from __future__ import annotations
@@ -44,14 +46,9 @@ def _pointer(t: Tensor | None) -> int | None:
     return None if t is None else t.data_ptr()
 
 
-@torch.library.custom_op("keras_mgu::mgu_forward", mutates_args=())
-def mgu_forward(
+def _run_forward(
     xw: Tensor, h0: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int
 ) -> tuple[Tensor, Tensor]:
-    """``(hs, saved)``, ``(T, B, H)`` and ``(T, B, 3H)``, from ``xw`` ``(T, B, 2H)``.
-
-    ``mask`` is ``(T, B)`` booleans or None; the activations are given by code.
-    """
     xw, h0, u = (t.contiguous() for t in (xw, h0, u))
     mask = None if mask is None else mask.to(torch.uint8).contiguous()
     steps, batch, two_units = xw.shape
@@ -60,8 +57,35 @@ def mgu_forward(
     saved = xw.new_empty((steps, batch, 3 * units))
     pointers = tuple(_pointer(t) for t in (xw, h0, u, mask, hs, saved))
     names = (_ACTIVATIONS[activation], _ACTIVATIONS[ract])
-    native.call_forward((steps, batch, units), _numpy_dtype(xw.dtype), pointers, *names)
+    native.call_forward((steps, batch, units), _numpy_dtype(xw.dtype), pointers, *names, "torch")
     return hs, saved
+
+
+def _run_backward(
+    d_hs: Tensor, saved: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    d_hs, saved, u = (t.contiguous() for t in (d_hs, saved, u))
+    mask = None if mask is None else mask.to(torch.uint8).contiguous()
+    steps, batch, units = d_hs.shape
+    dxw = d_hs.new_empty((steps, batch, 2 * units))
+    dh0 = d_hs.new_empty((batch, units))
+    du = d_hs.new_empty((units, 2 * units))
+    pointers = tuple(_pointer(t) for t in (d_hs, None, saved, u, mask, dxw, dh0, du))
+    names = (_ACTIVATIONS[activation], _ACTIVATIONS[ract])
+    dtype = _numpy_dtype(d_hs.dtype)
+    native.call_backward((steps, batch, units), dtype, pointers, *names, "torch")
+    return dxw, dh0, du
+
+
+@torch.library.custom_op("keras_mgu::mgu_forward", mutates_args=())
+def mgu_forward(
+    xw: Tensor, h0: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int
+) -> tuple[Tensor, Tensor]:
+    """``(hs, saved)``, ``(T, B, H)`` and ``(T, B, 3H)``, from ``xw`` ``(T, B, 2H)``.
+
+    ``mask`` is ``(T, B)`` booleans or None; the activations are given by code.
+    """
+    return _run_forward(xw, h0, u, mask, activation, ract)
 
 
 @mgu_forward.register_fake
@@ -76,16 +100,7 @@ def mgu_backward(
     d_hs: Tensor, saved: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int
 ) -> tuple[Tensor, Tensor, Tensor]:
     """``(dxw, dh0, du)`` for the state gradients ``d_hs`` ``(T, B, H)``."""
-    d_hs, saved, u = (t.contiguous() for t in (d_hs, saved, u))
-    mask = None if mask is None else mask.to(torch.uint8).contiguous()
-    steps, batch, units = d_hs.shape
-    dxw = d_hs.new_empty((steps, batch, 2 * units))
-    dh0 = d_hs.new_empty((batch, units))
-    du = d_hs.new_empty((units, 2 * units))
-    pointers = tuple(_pointer(t) for t in (d_hs, None, saved, u, mask, dxw, dh0, du))
-    names = (_ACTIVATIONS[activation], _ACTIVATIONS[ract])
-    native.call_backward((steps, batch, units), _numpy_dtype(d_hs.dtype), pointers, *names)
-    return dxw, dh0, du
+    return _run_backward(d_hs, saved, u, mask, activation, ract)
 
 
 @mgu_backward.register_fake
@@ -102,6 +117,15 @@ def _numpy_dtype(dtype: torch.dtype) -> str:
     return {torch.float32: "float32", torch.float64: "float64"}[dtype]
 
 
+def _gradients(ctx: Any, d_hs: Tensor, backward_op: Callable) -> tuple:
+    """``(dxw, dh0, du)``: the native backward, or differentiable ops under ``create_graph``."""
+    xw, h0, u, mask, saved = ctx.saved_tensors
+    if torch.is_grad_enabled() and _differentiable_backward:
+        names = tuple(_ACTIVATIONS[c] for c in ctx.codes)
+        return _differentiable_backward[0](ctx, xw, h0, u, mask, d_hs, names)
+    return backward_op(d_hs, saved, u, mask, *ctx.codes)
+
+
 def _setup_context(ctx: Any, inputs: tuple, output: tuple) -> None:
     xw, h0, u, mask, activation, ract = inputs
     ctx.save_for_backward(xw, h0, u, mask, output[1])
@@ -111,18 +135,33 @@ def _setup_context(ctx: Any, inputs: tuple, output: tuple) -> None:
 
 
 def _backward(ctx: Any, d_hs: Tensor, d_saved: Tensor | None) -> tuple:
-    xw, h0, u, mask, saved = ctx.saved_tensors
     if d_hs is None:
         return None, None, None, None, None, None
-    if torch.is_grad_enabled() and _differentiable_backward:
-        names = tuple(_ACTIVATIONS[c] for c in ctx.codes)
-        grads = _differentiable_backward[0](ctx, xw, h0, u, mask, d_hs, names)
-    else:
-        grads = mgu_backward(d_hs, saved, u, mask, *ctx.codes)
-    return (*grads, None, None, None)
+    return (*_gradients(ctx, d_hs, mgu_backward), None, None, None)
 
 
 torch.library.register_autograd("keras_mgu::mgu_forward", _backward, setup_context=_setup_context)
+
+
+class _EagerRecurrence(torch.autograd.Function):
+    """The operators' loops and gradients without the operator dispatcher.
+
+    Eager calls take this route: it skips the custom operators' per-call
+    dispatch, measured at about 0.3 ms of a 5 ms training step at batch 32,
+    1000 steps, 8 units. Traced code (``torch.compile``, ``torch.export``)
+    goes through the registered operators, which it can see.
+    """
+
+    @staticmethod
+    def forward(ctx, xw, h0, u, mask, activation, ract):  # noqa: D102
+        hs, saved = _run_forward(xw, h0, u, mask, activation, ract)
+        ctx.save_for_backward(xw, h0, u, mask, saved)
+        ctx.codes = (activation, ract)
+        return hs
+
+    @staticmethod
+    def backward(ctx, d_hs):  # noqa: D102
+        return (*_gradients(ctx, d_hs, _run_backward), None, None, None)
 
 
 def set_differentiable_backward(fn: Callable) -> None:
@@ -139,4 +178,6 @@ def recurrence(
 ) -> Tensor:
     """The states ``(T, B, H)`` of the native loop, differentiable (see the module docstring)."""
     codes = (native.ACTIVATION_CODES[activation], native.ACTIVATION_CODES[ract])
-    return mgu_forward(xw, h0, u, mask, *codes)[0]
+    if torch.compiler.is_compiling():
+        return mgu_forward(xw, h0, u, mask, *codes)[0]
+    return _EagerRecurrence.apply(xw, h0, u, mask, *codes)

@@ -75,6 +75,29 @@ def test_weight_gradients_in_training_match(rng, monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
+def test_training_on_several_threads_matches(rng, monkeypatch):
+    """A batch large enough to be split: 3 threads, chunks of 5, 5 and 6 sequences."""
+    monkeypatch.setenv(native.THREADS_ENV_VAR, "3")
+    assert native.threads(300, 16, 8, backend=BACKEND) == 3
+    x = rng.standard_normal((16, 300, 2)).astype("float32")
+    y = rng.standard_normal((16, 300, 1)).astype("float32")
+    mask = np.ones((16, 300), bool)
+    mask[3, 250:] = mask[9, :40] = False
+
+    def train():
+        keras.utils.set_random_seed(4)
+        inputs = keras.Input((300, 2))
+        hidden = MGU(8, return_sequences=True)(inputs, mask=keras.ops.convert_to_tensor(mask))
+        model = keras.Model(inputs, keras.layers.Dense(1)(hidden))
+        model.compile(keras.optimizers.SGD(0.05), "mse")
+        model.fit(x, y, batch_size=16, epochs=3, verbose=0, shuffle=False)
+        return [to_numpy(w) for w in model.weights]
+
+    native_weights, fused_weights = _run_both(monkeypatch, train)
+    for a, b in zip(native_weights, fused_weights):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
 @pytest.fixture
 def float64():
     """float64 computations (JAX needs x64 switched on for them)."""
@@ -176,3 +199,38 @@ def test_xla_compiled_training_uses_the_fused_kernel(rng):
     model.compile("adam", "mse", jit_compile=True)
     history = model.fit(x, x[:, -1, :1], epochs=2, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
+
+
+@pytest.mark.skipif(BACKEND != "torch", reason="the torch.library operators")
+@pytest.mark.parametrize("masked", [False, True])
+def test_torch_operators_pass_opcheck_and_trace_like_eager(rng, masked):
+    """The registered operators (what traced code calls) against the eager route."""
+    import torch
+
+    from keras_mgu.native import torch as native_torch
+
+    steps, batch, units = 7, 5, 3
+    mask = torch.tensor(rng.random((steps, batch)) > 0.3) if masked else None
+    xw = torch.tensor(rng.standard_normal((steps, batch, 2 * units)), requires_grad=True)
+    h0 = torch.tensor(rng.standard_normal((batch, units)), requires_grad=True)
+    u = torch.tensor(0.5 * rng.standard_normal((units, 2 * units)), requires_grad=True)
+    codes = (native.ACTIVATION_CODES["tanh"], native.ACTIVATION_CODES["sigmoid"])
+    torch.library.opcheck(native_torch.mgu_forward, (xw, h0, u, mask, *codes))
+    _, saved = native_torch.mgu_forward(xw, h0, u, mask, *codes)
+    d_hs = torch.tensor(rng.standard_normal((steps, batch, units)))
+    # Not differentiable itself: second order goes through differentiable ops.
+    args = (d_hs, saved, u.detach(), mask, *codes)
+    torch.library.opcheck(native_torch.mgu_backward, args)
+
+    def loss(xw, h0, u):
+        states = native_torch.recurrence(xw, h0, u, mask, "tanh", "sigmoid")
+        return (states * d_hs).sum()
+
+    traced = torch.compile(loss, backend="aot_eager", fullgraph=True)
+    eager_value = loss(xw, h0, u)
+    eager_grads = torch.autograd.grad(eager_value, (xw, h0, u))
+    traced_value = traced(xw, h0, u)
+    traced_grads = torch.autograd.grad(traced_value, (xw, h0, u))
+    torch.testing.assert_close(traced_value, eager_value)
+    for got, want in zip(traced_grads, eager_grads):
+        torch.testing.assert_close(got, want)

@@ -1,5 +1,7 @@
 """The compiled MGU loops against the NumPy reference and finite differences."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -141,6 +143,48 @@ def test_masked_steps_pass_gradients_through(rng):
     dxw2, dh02, _ = native.backward(d_hs[:2, 1:], d_last[1:], saved2, u, None)
     np.testing.assert_allclose(dxw[:2, 1:], dxw2, rtol=1e-14, atol=0)
     np.testing.assert_allclose(dh0[1:], dh02, rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batch_split_across_threads_matches_one_thread(rng, monkeypatch, dtype):
+    """Uneven chunks of 13 sequences on 3 threads, masks with holes and a final-state gradient."""
+    p = _problem(rng, 9, dtype, batch=13, steps=400)
+    mask = p["mask"].T
+    xw, h0, u = _projected(p), p["h0"], p["u"]
+    d_hs = rng.normal(size=(400, 13, 9)).astype(dtype)
+    d_last = rng.normal(size=h0.shape).astype(dtype)
+
+    def run(threads):
+        monkeypatch.setenv(native.THREADS_ENV_VAR, str(threads))
+        assert native.threads(400, 13, 9, dtype, backend="jax") == threads
+        hs, saved = native.forward(xw, h0, u, mask)
+        return (hs, saved, *native.backward(d_hs, d_last, saved, u, mask))
+
+    split, whole = run(3), run(1)
+    for got, want in zip(split[:-1], whole[:-1]):  # per sequence: the same operations
+        np.testing.assert_array_equal(got, want)
+    # dU: each chunk sums its own rows in float before the chunks meet in double.
+    atol = (1e-13 if dtype == "float64" else 1e-6) * np.abs(whole[-1]).max()
+    np.testing.assert_allclose(split[-1], whole[-1], rtol=0, atol=atol)
+    want, _ = reference.mgu_sequence(p["x"], p["w"], p["u"], p["b"], p["h0"], p["mask"])
+    tol = 1e-12 if dtype == "float64" else 2e-5
+    np.testing.assert_allclose(np.swapaxes(split[0], 0, 1), want, rtol=tol, atol=tol)
+
+
+def test_thread_counts_follow_the_size_and_the_setting(monkeypatch):
+    monkeypatch.setenv(native.THREADS_ENV_VAR, "8")
+    assert native.threads(1000, 32, 8) == 8
+    assert native.threads(1000, 9, 8) == 2  # at least 4 sequences a thread
+    assert native.threads(10, 32, 8) == 1  # too little work to gain from a thread
+    assert native.threads(1000, 32, 8, backend="torch") == 8
+    monkeypatch.delenv(native.THREADS_ENV_VAR)
+    assert native.max_threads("torch") == 1 and native.threads(1000, 32, 8, backend="torch") == 1
+    assert native.max_threads("jax") == native.max_threads("tensorflow") == 0
+    assert native.threads(1000, 32, 8, backend="jax") == min(8, len(os.sched_getaffinity(0)))
+    for bad in ("0", "-2", "two"):
+        monkeypatch.setenv(native.THREADS_ENV_VAR, bad)
+        with pytest.raises(ValueError, match="positive integer"):
+            native.max_threads()
 
 
 def test_bad_arguments_are_refused():
