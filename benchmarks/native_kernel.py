@@ -15,10 +15,19 @@ Two measurements, each side by side in one process:
    native loops run by default where a step's recurrent product,
    ``batch * units**2`` multiply-adds, is small enough for them to be faster.
 
+3. ``threads`` (one worker process per backend): a Keras training step,
+   ``train_on_batch`` of ``Input((T, 2)) -> MGU(H, return_sequences=True) ->
+   Dense(1)`` on the native loops, with one loop thread
+   (``KERAS_MGU_NUM_THREADS=1``) and with as many as the process has CPUs,
+   two models with the same weights timed in alternating rounds. It is what
+   the per-backend thread defaults (:func:`keras_mgu.native.max_threads`)
+   are set from.
+
 Usage::
 
-    python benchmarks/native_kernel.py                 # both parts
+    python benchmarks/native_kernel.py                 # loop and crossover
     python benchmarks/native_kernel.py --part loop --units 8 --batch 32
+    python benchmarks/native_kernel.py --part threads --units 8 64 --steps 1000
 """
 
 from __future__ import annotations
@@ -54,11 +63,13 @@ def loop_table(units_list: list[int], batch: int, steps: int, repeats: int) -> l
     from keras_mgu import native
 
     rng = np.random.default_rng(0)
+    cpus = len(os.sched_getaffinity(0))
     lines = [
-        f"Native loops alone, float32, batch {batch}, {steps} steps (median of {repeats}):",
+        f"Native loops alone, float32, batch {batch}, {steps} steps (median of {repeats}), "
+        f"one thread and the default ({cpus} CPUs available):",
         "",
-        "| units | forward µs/step | backward µs/step | forward + backward µs/step |",
-        "|---:|---:|---:|---:|",
+        "| units | threads | forward µs/step | backward µs/step | forward + backward µs/step |",
+        "|---:|---:|---:|---:|---:|",
     ]
     for units in units_list:
         xw = rng.standard_normal((steps, batch, 2 * units)).astype("float32")
@@ -66,10 +77,17 @@ def loop_table(units_list: list[int], batch: int, steps: int, repeats: int) -> l
         h0 = np.zeros((batch, units), "float32")
         hs, saved = native.forward(xw, h0, u, None)
         d_hs = np.ones_like(hs)
-        fwd = _median_ms(lambda a=(xw, h0, u): native.forward(*a, None), repeats)
-        bwd = _median_ms(lambda a=(d_hs, None, saved, u): native.backward(*a, None), repeats)
-        per = 1000.0 / steps
-        lines.append(f"| {units} | {fwd * per:.2f} | {bwd * per:.2f} | {(fwd + bwd) * per:.2f} |")
+        for setting in ("1", ""):
+            os.environ[native.THREADS_ENV_VAR] = setting  # "" is the default
+            fwd = _median_ms(lambda a=(xw, h0, u): native.forward(*a, None), repeats)
+            bwd = _median_ms(lambda a=(d_hs, None, saved, u): native.backward(*a, None), repeats)
+            per = 1000.0 / steps
+            threads = native.threads(steps, batch, units)
+            lines.append(
+                f"| {units} | {threads} | {fwd * per:.2f} | {bwd * per:.2f} "
+                f"| {(fwd + bwd) * per:.2f} |"
+            )
+    os.environ.pop(native.THREADS_ENV_VAR)
     return lines
 
 
@@ -151,6 +169,76 @@ def crossover_worker(backend: str, units_list: list[int], batch: int, steps: int
         print(json.dumps(record), flush=True)
 
 
+# -------------------------------------------------------------------- threads
+def threads_worker(backend: str, units_list: list[int], batch: int, steps: int, repeats: int):
+    """One JSON line per size: Keras training-step milliseconds with one and with all threads."""
+    sys.path.insert(0, ROOT)
+    import keras
+
+    from keras_mgu import MGU, native
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, steps, 2)).astype("float32")
+    y = rng.standard_normal((batch, steps, 1)).astype("float32")
+    cpus = len(os.sched_getaffinity(0))
+    settings = {"1": 1, str(cpus): cpus}
+    for units in units_list:
+        models = {}
+        for setting in settings:
+            os.environ[native.THREADS_ENV_VAR] = setting
+            keras.utils.set_random_seed(0)
+            layers = [keras.Input((steps, 2)), MGU(units, return_sequences=True)]
+            model = keras.Sequential([*layers, keras.layers.Dense(1)])
+            model.compile(keras.optimizers.Adam(1e-3), "mse")
+            for _ in range(3):
+                model.train_on_batch(x, y)  # traces with this setting (JAX, TensorFlow)
+            models[setting] = model
+        times: dict[str, list[float]] = {s: [] for s in settings}
+        for _ in range(repeats):
+            for setting, model in models.items():
+                os.environ[native.THREADS_ENV_VAR] = setting  # read per call on PyTorch
+                for _ in range(8):
+                    start = time.perf_counter()
+                    model.train_on_batch(x, y)
+                    times[setting].append(1000.0 * (time.perf_counter() - start))
+        record = {"backend": backend, "units": units, "kernel": model.layers[0].kernel_in_use}
+        record["cpus"] = cpus
+        record["one_ms"], record["all_ms"] = (statistics.median(times[s]) for s in settings)
+        print(json.dumps(record), flush=True)
+
+
+def _worker_records(part: str, backend: str, args: list[str]) -> tuple[list[dict], str | None]:
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", backend, "--part", part, *args]
+    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env.pop("KERAS_MGU_NUM_THREADS", None)
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if result.returncode != 0:
+        return [], result.stderr.strip().splitlines()[-1]
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")], None
+
+
+def threads_table(units_list, batch, steps, repeats, backends) -> list[str]:
+    lines = [
+        f"Keras train_on_batch step on the native loops, float32, batch {batch}, {steps} steps, "
+        f"median of {repeats} alternating rounds of 8 steps (ms):",
+        "",
+        "| backend | units | one loop thread | all CPUs | all / one |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    size = ["--units", *map(str, units_list), "--batch", str(batch), "--steps", str(steps)]
+    for backend in backends:
+        records, error = _worker_records("threads", backend, [*size, "--repeats", str(repeats)])
+        if error:
+            lines.append(f"| {backend} | failed: {error} | | | |")
+        for r in records:
+            ratio = r["all_ms"] / r["one_ms"]
+            lines.append(
+                f"| {backend} | {r['units']} | {r['one_ms']:.2f} | {r['all_ms']:.2f} "
+                f"({r['cpus']}) | {ratio:.2f} |"
+            )
+    return lines
+
+
 def crossover_table(units_list, batch, steps, repeats, backends) -> list[str]:
     lines = [
         f"Fused kernel forward + backward, float32, batch {batch}, {steps} steps, "
@@ -159,29 +247,26 @@ def crossover_table(units_list, batch, steps, repeats, backends) -> list[str]:
         "| backend | units | native loops | backend's own loops | native / own |",
         "|---|---:|---:|---:|---:|",
     ]
+    size = ["--units", *map(str, units_list), "--batch", str(batch), "--steps", str(steps)]
     for backend in backends:
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker", backend]
-        cmd += ["--units", *map(str, units_list), "--batch", str(batch), "--steps", str(steps)]
-        cmd += ["--repeats", str(repeats)]
-        env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-        result = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if result.returncode != 0:
-            lines.append(f"| {backend} | failed: {result.stderr.strip().splitlines()[-1]} | | | |")
-            continue
-        for line in result.stdout.splitlines():
-            if line.startswith("{"):
-                r = json.loads(line)
-                ratio = r["native_ms"] / r["own_ms"]
-                lines.append(
-                    f"| {backend} | {r['units']} | {r['native_ms']:.2f} | {r['own_ms']:.2f} "
-                    f"| {ratio:.2f} |"
-                )
+        records, error = _worker_records("crossover", backend, [*size, "--repeats", str(repeats)])
+        if error:
+            lines.append(f"| {backend} | failed: {error} | | | |")
+        for r in records:
+            ratio = r["native_ms"] / r["own_ms"]
+            lines.append(
+                f"| {backend} | {r['units']} | {r['native_ms']:.2f} | {r['own_ms']:.2f} "
+                f"| {ratio:.2f} |"
+            )
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["loop", "crossover", "both"], default="both")
+    parser.add_argument(
+        "--part", choices=["loop", "crossover", "threads", "both"], default="both",
+        help="both: loop and crossover",
+    )  # fmt: skip
     parser.add_argument("--units", type=int, nargs="+")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--steps", type=int)
@@ -190,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker", choices=BACKENDS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        crossover_worker(args.worker, args.units, args.batch, args.steps, args.repeats)
+        worker = threads_worker if args.part == "threads" else crossover_worker
+        worker(args.worker, args.units, args.batch, args.steps, args.repeats)
         return 0
     lines = []
     if args.part in ("loop", "both"):
@@ -199,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.part in ("crossover", "both"):
         units = args.units or [8, 16, 32, 64, 96, 128]
         lines += crossover_table(units, args.batch, args.steps or 500, args.repeats, args.backends)
+    if args.part == "threads":
+        units = args.units or [8, 64]
+        lines += threads_table(units, args.batch, args.steps or 1000, args.repeats, args.backends)
     print("\n".join(lines))
     return 0
 

@@ -185,34 +185,33 @@ def _check(code: int, what: str) -> None:
         raise ValueError(f"The native MGU {what} pass refused its arguments (code {code}).")
 
 
-def max_threads(backend: str | None = None) -> int:
+def max_threads(default: int = 0) -> int:
     """The most threads one call of the loops may use; 0 means the CPUs available.
 
-    :data:`THREADS_ENV_VAR` when set, else 1 under the ``"torch"`` backend
-    and 0 otherwise. PyTorch's OpenMP workers keep spinning for a while after
-    each parallel operation, so a second loop thread competes with them for a
-    core: measured on a 2-core machine, training steps got slower (see
-    ``docs/native_kernel.md``).
+    :data:`THREADS_ENV_VAR` when set, else ``default``: 0 on JAX and
+    TensorFlow, ``torch.get_num_threads()`` on PyTorch (the loops run on
+    PyTorch's own OpenMP threads there).
     """
     value = os.environ.get(THREADS_ENV_VAR, "").strip()
     if not value:
-        return 1 if backend == "torch" else 0
+        return default
     if not value.isdigit() or int(value) < 1:
         raise ValueError(f"{THREADS_ENV_VAR} must be a positive integer; received {value!r}.")
     return int(value)
 
 
 def threads(
-    steps: int, batch: int, units: int, dtype: Any = "float32", backend: str | None = None
+    steps: int, batch: int, units: int, dtype: Any = "float32", limit: int | None = None
 ) -> int:
-    """How many threads the loops run a call of this size on (see :func:`max_threads`).
+    """How many threads the loops run a call of this size on, with at most ``limit``.
 
-    The sequences of a batch are independent, so a call large enough to gain
-    from it splits the batch into one contiguous chunk per thread, each
-    running the whole time loop, with at least 4 sequences a chunk.
+    ``limit`` defaults to :func:`max_threads`. The sequences of a batch are
+    independent, so a call large enough to gain from it splits the batch into
+    one contiguous chunk per thread, each running the whole time loop, with
+    at least 4 sequences a chunk.
     """
     fn = getattr(core(), f"keras_mgu_threads_{_suffix(dtype)}")
-    return int(fn(steps, batch, units, max_threads(backend)))
+    return int(fn(steps, batch, units, max_threads() if limit is None else limit))
 
 
 def call_forward(
@@ -221,13 +220,16 @@ def call_forward(
     pointers: tuple,
     activation: str,
     ract: str,
-    backend: str | None = None,
+    threads: int = 0,
 ) -> None:
-    """Run the forward loop on raw pointers ``(xw, h0, u, mask, hs, saved)``; see the header."""
+    """Run the forward loop on raw pointers ``(xw, h0, u, mask, hs, saved)``; see the header.
+
+    ``threads`` is the most threads the call may use (0: the CPUs available).
+    """
     xw, h0, u, mask, hs, saved = pointers
     fn = getattr(core(), f"keras_mgu_forward_{_suffix(dtype)}")
     codes = _codes(activation, ract)
-    _check(fn(*shape, xw, h0, u, mask, *codes, hs, saved, max_threads(backend)), "forward")
+    _check(fn(*shape, xw, h0, u, mask, *codes, hs, saved, threads), "forward")
 
 
 def call_backward(
@@ -236,13 +238,13 @@ def call_backward(
     pointers: tuple,
     activation: str,
     ract: str,
-    backend: str | None = None,
+    threads: int = 0,
 ) -> None:
     """Run the backward loop on ``(d_hs, d_last, saved, u, mask, dxw, dh0, du)`` pointers."""
     d_hs, d_last, saved, u, mask, dxw, dh0, du = pointers
     fn = getattr(core(), f"keras_mgu_backward_{_suffix(dtype)}")
     codes = _codes(activation, ract)
-    args = (d_hs, d_last, saved, u, mask, *codes, dxw, dh0, du, max_threads(backend))
+    args = (d_hs, d_last, saved, u, mask, *codes, dxw, dh0, du, threads)
     _check(fn(*shape, *args), "backward")
 
 
@@ -257,14 +259,12 @@ def forward(
     mask: np.ndarray | None,
     activation: str = "tanh",
     recurrent_activation: str = "sigmoid",
-    backend: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The native forward loop on NumPy arrays.
 
     Args:
         xw: ``(T, B, 2H)`` projected inputs; h0: ``(B, H)``; u: ``(H, 2H)``;
             mask: ``(T, B)`` booleans or None. One float dtype for all.
-        backend: whose thread default applies (:func:`max_threads`).
 
     Returns:
         ``(hs, saved)``: ``(T, B, H)`` states and ``(T, B, 3H)`` ``[h_{t-1} | f_t | c_t]``.
@@ -277,7 +277,8 @@ def forward(
     hs = np.empty((steps, batch, units), dtype)
     saved = np.empty((steps, batch, 3 * units), dtype)
     pointers = tuple(_pointer(a) for a in (xw, h0, u, m, hs, saved))
-    call_forward((steps, batch, units), dtype, pointers, activation, recurrent_activation, backend)
+    names = (activation, recurrent_activation)
+    call_forward((steps, batch, units), dtype, pointers, *names, max_threads())
     return hs, saved
 
 
@@ -289,13 +290,11 @@ def backward(
     mask: np.ndarray | None,
     activation: str = "tanh",
     recurrent_activation: str = "sigmoid",
-    backend: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The native backward loop on NumPy arrays: ``(dxw, dh0, du)``.
 
     ``d_hs`` ``(T, B, H)`` is the gradient of the states, ``d_last`` ``(B, H)``
-    (or None) that of the final state; ``saved`` comes from :func:`forward`;
-    ``backend`` as for :func:`forward`.
+    (or None) that of the final state; ``saved`` comes from :func:`forward`.
     """
     dtype = np.dtype(saved.dtype)
     d_hs, saved, u = (np.ascontiguousarray(a, dtype) for a in (d_hs, saved, u))
@@ -307,5 +306,5 @@ def backward(
     du = np.empty((units, 2 * units), dtype)
     pointers = tuple(_pointer(a) for a in (d_hs, d_last, saved, u, m, dxw, dh0, du))
     names = (activation, recurrent_activation)
-    call_backward((steps, batch, units), dtype, pointers, *names, backend)
+    call_backward((steps, batch, units), dtype, pointers, *names, max_threads())
     return dxw, dh0, du

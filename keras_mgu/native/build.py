@@ -37,6 +37,9 @@ from keras_mgu._version import __version__
 SOURCE_DIR = Path(__file__).resolve().parent
 #: Compiler flags. No fast-math: NaN and infinities must propagate.
 FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-std=c++17", "-shared", "-fPIC", "-pthread")
+#: The batch split runs on OpenMP threads (in a PyTorch process, PyTorch's own
+#: pool); a compiler without OpenMP builds the std::thread version instead.
+OPENMP_FLAGS = ("-fopenmp", "-DKERAS_MGU_OPENMP")
 _SOURCES = {"core": "mgu_c_api.cc", "xla": "mgu_xla_ffi.cc", "tf": "mgu_tf_op.cc"}
 _HEADERS = ("mgu_kernel.h",)
 
@@ -71,14 +74,17 @@ def library_path(kind: str) -> Path:
         raise ValueError(f"`kind` must be one of {tuple(_SOURCES)}; received {kind!r}.")
     cxx = compiler()
     includes = _include_dirs(kind)
-    key = _cache_key(kind, cxx, includes + _extra_flags(kind))
+    key = _cache_key(kind, cxx, [*includes, *OPENMP_FLAGS, *_extra_flags(kind)])
     target = cache_dir() / f"libkeras_mgu_{kind}-{key}.so"
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with _exclusive_lock(target.with_suffix(".lock")):
         if not target.exists():  # another process may have built it meanwhile
-            _compile(cxx, kind, includes, target)
+            try:
+                _compile(cxx, kind, includes, target, OPENMP_FLAGS)
+            except BuildError:
+                _compile(cxx, kind, includes, target, ())
     return target
 
 
@@ -147,12 +153,13 @@ def _compiler_version(cxx: str) -> str:
     return result.stdout
 
 
-def _compile(cxx: str, kind: str, includes: list[str], target: Path) -> None:
+def _compile(cxx: str, kind: str, includes: list[str], target: Path, extra: tuple) -> None:
     fd, tmp = tempfile.mkstemp(prefix=target.stem + ".", suffix=".tmp", dir=target.parent)
     os.close(fd)
     command = [
         cxx,
         *FLAGS,
+        *extra,
         *(f"-I{d}" for d in includes),
         str(SOURCE_DIR / _SOURCES[kind]),
         "-o",

@@ -19,9 +19,9 @@ from keras_mgu import native
 
 #: The native loops run when a step's recurrent product, ``batch * units**2``
 #: multiply-adds, is at most this; above it the ``lax.scan`` kernel is as fast
-#: or faster (batch 32: up to 68 units; batch 256: up to 24). Measured with
+#: or faster (batch 32: up to 176 units; batch 256: up to 62). Measured with
 #: ``benchmarks/native_kernel.py --part crossover`` (docs/native_kernel.md).
-MAX_STEP_MACS = 150_000
+MAX_STEP_MACS = 1_000_000
 
 _TARGETS = {
     ("forward", "float32"): "KerasMguForwardF32",
@@ -70,7 +70,7 @@ def _attributes(m: Any, activation: str, recurrent_activation: str) -> dict:
         "activation": np.int32(native.ACTIVATION_CODES[activation]),
         "recurrent_activation": np.int32(native.ACTIVATION_CODES[recurrent_activation]),
         "masked": np.int32(m is not None),
-        "threads": np.int32(native.max_threads("jax")),  # read when the call is traced
+        "threads": np.int32(native.max_threads()),  # read when the call is traced
     }
 
 

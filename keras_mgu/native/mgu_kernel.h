@@ -374,8 +374,11 @@ inline int64_t chunk_count(int64_t steps, int64_t batch, int64_t hp, int64_t max
 }
 
 // Runs fn(chunk, first_row, rows) over `chunks` contiguous chunks of `batch`
-// rows, chunk 0 on the calling thread (and any chunk whose thread cannot
-// start). Returns 0, or 2 when a chunk ran out of memory.
+// rows. Built with KERAS_MGU_OPENMP, the chunks run in an OpenMP parallel
+// region: in a PyTorch process that is PyTorch's own OpenMP thread pool, whose
+// workers are already awake. Otherwise chunk 0 runs on the calling thread and
+// every other chunk on a new std::thread (or here, if one cannot start).
+// Returns 0, or 2 when a chunk ran out of memory.
 template <typename Fn>
 int for_chunks(int64_t batch, int64_t chunks, Fn fn) {
   std::atomic<bool> failed(false);
@@ -387,6 +390,14 @@ int for_chunks(int64_t batch, int64_t chunks, Fn fn) {
       failed = true;
     }
   };
+  if (chunks == 1) {
+    run(0);
+    return failed ? 2 : 0;
+  }
+#ifdef KERAS_MGU_OPENMP
+#pragma omp parallel for num_threads(chunks) schedule(static, 1)
+  for (int64_t i = 0; i < chunks; ++i) run(i);
+#else
   std::vector<std::thread> workers;
   std::vector<int64_t> here = {0};
   for (int64_t i = 1; i < chunks; ++i) {
@@ -398,6 +409,7 @@ int for_chunks(int64_t batch, int64_t chunks, Fn fn) {
   }
   for (int64_t i : here) run(i);
   for (std::thread& worker : workers) worker.join();
+#endif
   return failed ? 2 : 0;
 }
 

@@ -17,10 +17,10 @@ import tensorflow as tf
 from keras_mgu import native
 
 #: The native loops run when a step's recurrent product, ``batch * units**2``
-#: multiply-adds, is at most this (batch 32: up to 35 units; batch 256: up to
-#: 12); above it the XLA loops, which use every core, win. Measured with
+#: multiply-adds, is at most this (batch 32: up to 176 units; batch 256: up to
+#: 62); above it the XLA loops are about as fast. Measured with
 #: ``benchmarks/native_kernel.py --part crossover`` (docs/native_kernel.md).
-MAX_STEP_MACS = 40_000
+MAX_STEP_MACS = 1_000_000
 
 
 def _in_xla_context() -> bool:
@@ -49,7 +49,7 @@ def _settings(mask: Any, activation: str, ract: str) -> dict:
         "activation": native.ACTIVATION_CODES[activation],
         "recurrent_activation": native.ACTIVATION_CODES[ract],
         "masked": mask is not None,
-        "threads": native.max_threads("tensorflow"),
+        "threads": native.max_threads(),
     }
 
 

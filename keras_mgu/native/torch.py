@@ -6,7 +6,9 @@ implementations for shape propagation. The forward operator's autograd
 (registered with ``torch.library.register_autograd``) runs the backward
 operator; when a gradient of the gradient is wanted (``create_graph=True``),
 it computes the backward pass from differentiable torch ops instead
-(:func:`set_differentiable_backward`). Traced code calls the operators;
+(:func:`set_differentiable_backward`). The batch split runs on PyTorch's
+own OpenMP threads, ``torch.get_num_threads()`` of them unless
+``KERAS_MGU_NUM_THREADS`` says otherwise. Traced code calls the operators;
 eager code calls the same loops and gradients through a
 ``torch.autograd.Function``, which skips the dispatcher (:func:`recurrence`).
 """
@@ -57,7 +59,8 @@ def _run_forward(
     saved = xw.new_empty((steps, batch, 3 * units))
     pointers = tuple(_pointer(t) for t in (xw, h0, u, mask, hs, saved))
     names = (_ACTIVATIONS[activation], _ACTIVATIONS[ract])
-    native.call_forward((steps, batch, units), _numpy_dtype(xw.dtype), pointers, *names, "torch")
+    threads = native.max_threads(torch.get_num_threads())
+    native.call_forward((steps, batch, units), _numpy_dtype(xw.dtype), pointers, *names, threads)
     return hs, saved
 
 
@@ -73,7 +76,8 @@ def _run_backward(
     pointers = tuple(_pointer(t) for t in (d_hs, None, saved, u, mask, dxw, dh0, du))
     names = (_ACTIVATIONS[activation], _ACTIVATIONS[ract])
     dtype = _numpy_dtype(d_hs.dtype)
-    native.call_backward((steps, batch, units), dtype, pointers, *names, "torch")
+    threads = native.max_threads(torch.get_num_threads())
+    native.call_backward((steps, batch, units), dtype, pointers, *names, threads)
     return dxw, dh0, du
 
 

@@ -6,6 +6,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from keras_mgu import native
@@ -47,6 +48,40 @@ def test_a_failed_build_says_why_and_leaves_nothing_behind(tmp_path, monkeypatch
     with pytest.raises(build.BuildError, match="failed"):
         build.library_path("core")
     assert not list(tmp_path.glob("*.so")) and not list(tmp_path.glob("*.tmp"))
+
+
+def test_without_openmp_the_batch_split_runs_on_std_threads(tmp_path):
+    """A compiler that rejects the OpenMP flags builds the std::thread version of the split."""
+    code = """
+        import numpy as np
+        from keras_mgu import native
+        from keras_mgu.native import build
+        build.OPENMP_FLAGS = ("-fno-such-openmp-flag-for-keras-mgu",)
+        rng = np.random.default_rng(0)
+        xw, h0 = rng.normal(size=(400, 12, 16)), np.zeros((12, 8))
+        u = 0.3 * rng.normal(size=(8, 16))
+        print("THREADS", native.threads(400, 12, 8, "float64"))
+        hs, saved = native.forward(xw, h0, u, None)
+        grads = native.backward(np.ones_like(hs), None, saved, u, None)
+        np.save("split.npy", np.concatenate([hs.ravel(), *(g.ravel() for g in grads)]))
+    """
+    env = {"KERAS_MGU_CACHE_DIR": str(tmp_path / "cache"), "KERAS_MGU_NUM_THREADS": "3"}
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env}, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "THREADS 3" in result.stdout
+    (library,) = (tmp_path / "cache").glob("*.so")
+    assert b"libgomp" not in library.read_bytes()  # built without OpenMP
+    split = np.load(tmp_path / "split.npy")
+    rng = np.random.default_rng(0)
+    xw, h0 = rng.normal(size=(400, 12, 16)), np.zeros((12, 8))
+    u = 0.3 * rng.normal(size=(8, 16))
+    hs, saved = native.forward(xw, h0, u, None)  # this process's (OpenMP) library
+    grads = native.backward(np.ones_like(hs), None, saved, u, None)
+    want = np.concatenate([hs.ravel(), *(g.ravel() for g in grads)])
+    np.testing.assert_allclose(split, want, rtol=1e-12, atol=1e-12)
 
 
 def test_no_compiler_is_a_clear_build_error(monkeypatch):

@@ -78,7 +78,7 @@ def test_weight_gradients_in_training_match(rng, monkeypatch):
 def test_training_on_several_threads_matches(rng, monkeypatch):
     """A batch large enough to be split: 3 threads, chunks of 5, 5 and 6 sequences."""
     monkeypatch.setenv(native.THREADS_ENV_VAR, "3")
-    assert native.threads(300, 16, 8, backend=BACKEND) == 3
+    assert native.threads(300, 16, 8) == 3
     x = rng.standard_normal((16, 300, 2)).astype("float32")
     y = rng.standard_normal((16, 300, 1)).astype("float32")
     mask = np.ones((16, 300), bool)

@@ -156,7 +156,7 @@ def test_batch_split_across_threads_matches_one_thread(rng, monkeypatch, dtype):
 
     def run(threads):
         monkeypatch.setenv(native.THREADS_ENV_VAR, str(threads))
-        assert native.threads(400, 13, 9, dtype, backend="jax") == threads
+        assert native.threads(400, 13, 9, dtype) == threads
         hs, saved = native.forward(xw, h0, u, mask)
         return (hs, saved, *native.backward(d_hs, d_last, saved, u, mask))
 
@@ -176,11 +176,11 @@ def test_thread_counts_follow_the_size_and_the_setting(monkeypatch):
     assert native.threads(1000, 32, 8) == 8
     assert native.threads(1000, 9, 8) == 2  # at least 4 sequences a thread
     assert native.threads(10, 32, 8) == 1  # too little work to gain from a thread
-    assert native.threads(1000, 32, 8, backend="torch") == 8
+    assert native.max_threads(default=3) == 8  # the setting wins over a front-end's default
     monkeypatch.delenv(native.THREADS_ENV_VAR)
-    assert native.max_threads("torch") == 1 and native.threads(1000, 32, 8, backend="torch") == 1
-    assert native.max_threads("jax") == native.max_threads("tensorflow") == 0
-    assert native.threads(1000, 32, 8, backend="jax") == min(8, len(os.sched_getaffinity(0)))
+    assert native.max_threads() == 0 and native.max_threads(default=3) == 3
+    assert native.threads(1000, 32, 8) == min(8, len(os.sched_getaffinity(0)))  # 0: every CPU
+    assert native.threads(1000, 32, 8, limit=1) == 1
     for bad in ("0", "-2", "two"):
         monkeypatch.setenv(native.THREADS_ENV_VAR, bad)
         with pytest.raises(ValueError, match="positive integer"):
