@@ -403,28 +403,34 @@ def mgu_sequence(
         mask = None if mask is None else mask.flip(1)
     batch, steps, _ = inputs.shape
     units = recurrent_kernel.shape[0]
-    x_time_major = inputs.transpose(0, 1).reshape(steps * batch, inputs.shape[-1])
-    projected = x_time_major @ kernel if bias is None else torch.addmm(bias, x_time_major, kernel)
     step_mask = None if mask is None else mask.to(torch.bool).t().contiguous()  # (T, B)
     exporting = _exporting()
     if not exporting and NATIVE and native_torch.usable(dtype, units, inputs.device, batch):
-        states = native_torch.recurrence(
-            projected.view(steps, batch, 2 * units),
+        # Batch major throughout: the inputs, outputs and their gradients are not transposed.
+        projected = _project(inputs.reshape(batch * steps, inputs.shape[-1]), kernel, bias)
+        outputs = native_torch.recurrence(
+            projected.view(batch, steps, 2 * units),
             initial_state,
             recurrent_kernel,
             step_mask,
             activation,
             recurrent_activation,
+            batch_major=True,
         )
-    else:
-        x2 = projected.view(steps, batch, 2, units).permute(2, 0, 1, 3).contiguous()
-        step_mask = None if step_mask is None else step_mask.unsqueeze(-1).to(dtype)
-        loop = _exported_sequence if exporting else _MGUSequence.apply
-        states = loop(
-            x2, initial_state, recurrent_kernel, step_mask, activation, recurrent_activation
-        )
+        return outputs.to(out_dtype), outputs[:, -1].to(out_dtype)
+    x_time_major = inputs.transpose(0, 1).reshape(steps * batch, inputs.shape[-1])
+    projected = _project(x_time_major, kernel, bias)
+    x2 = projected.view(steps, batch, 2, units).permute(2, 0, 1, 3).contiguous()
+    step_mask = None if step_mask is None else step_mask.unsqueeze(-1).to(dtype)
+    loop = _exported_sequence if exporting else _MGUSequence.apply
+    states = loop(x2, initial_state, recurrent_kernel, step_mask, activation, recurrent_activation)
     outputs = states.transpose(0, 1).to(out_dtype)
     return outputs, states[-1].to(out_dtype)
+
+
+def _project(x: Tensor, kernel: Tensor, bias: Tensor | None) -> Tensor:
+    """``x W + b`` for rows ``x`` ``(N, D)``: ``(N, 2H)``."""
+    return x @ kernel if bias is None else torch.addmm(bias, x, kernel)
 
 
 def _check_activations(activation: str, recurrent_activation: str) -> None:

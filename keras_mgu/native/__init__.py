@@ -148,11 +148,13 @@ def core() -> ctypes.CDLL:
     i64, ptr, c_int = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int
     for suffix in ("f32", "f64"):
         forward_fn = getattr(lib, f"keras_mgu_forward_{suffix}")
-        forward_fn.argtypes = [i64, i64, i64, ptr, ptr, ptr, ptr, c_int, c_int, ptr, ptr, i64]
+        forward_fn.argtypes = [
+            *(i64, i64, i64, ptr, ptr, ptr, ptr, c_int, c_int, ptr, ptr, i64, c_int)
+        ]
         forward_fn.restype = c_int
         backward_fn = getattr(lib, f"keras_mgu_backward_{suffix}")
         backward_fn.argtypes = [
-            *(i64, i64, i64, ptr, ptr, ptr, ptr, ptr, c_int, c_int, ptr, ptr, ptr, i64)
+            *(i64, i64, i64, ptr, ptr, ptr, ptr, ptr, c_int, c_int, ptr, ptr, ptr, i64, c_int)
         ]
         backward_fn.restype = c_int
         threads_fn = getattr(lib, f"keras_mgu_threads_{suffix}")
@@ -221,15 +223,18 @@ def call_forward(
     activation: str,
     ract: str,
     threads: int = 0,
+    batch_major: bool = False,
 ) -> None:
     """Run the forward loop on raw pointers ``(xw, h0, u, mask, hs, saved)``; see the header.
 
-    ``threads`` is the most threads the call may use (0: the CPUs available).
+    ``shape`` is ``(T, B, H)``; ``threads`` is the most threads the call may
+    use (0: the CPUs available); ``batch_major`` means ``xw`` and ``hs`` are
+    ``(B, T, ...)``.
     """
     xw, h0, u, mask, hs, saved = pointers
     fn = getattr(core(), f"keras_mgu_forward_{_suffix(dtype)}")
     codes = _codes(activation, ract)
-    _check(fn(*shape, xw, h0, u, mask, *codes, hs, saved, threads), "forward")
+    _check(fn(*shape, xw, h0, u, mask, *codes, hs, saved, threads, batch_major), "forward")
 
 
 def call_backward(
@@ -239,12 +244,16 @@ def call_backward(
     activation: str,
     ract: str,
     threads: int = 0,
+    batch_major: bool = False,
 ) -> None:
-    """Run the backward loop on ``(d_hs, d_last, saved, u, mask, dxw, dh0, du)`` pointers."""
+    """Run the backward loop on ``(d_hs, d_last, saved, u, mask, dxw, dh0, du)`` pointers.
+
+    As :func:`call_forward`; ``batch_major`` applies to ``d_hs`` and ``dxw``.
+    """
     d_hs, d_last, saved, u, mask, dxw, dh0, du = pointers
     fn = getattr(core(), f"keras_mgu_backward_{_suffix(dtype)}")
     codes = _codes(activation, ract)
-    args = (d_hs, d_last, saved, u, mask, *codes, dxw, dh0, du, threads)
+    args = (d_hs, d_last, saved, u, mask, *codes, dxw, dh0, du, threads, batch_major)
     _check(fn(*shape, *args), "backward")
 
 
@@ -259,26 +268,30 @@ def forward(
     mask: np.ndarray | None,
     activation: str = "tanh",
     recurrent_activation: str = "sigmoid",
+    batch_major: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The native forward loop on NumPy arrays.
 
     Args:
-        xw: ``(T, B, 2H)`` projected inputs; h0: ``(B, H)``; u: ``(H, 2H)``;
-            mask: ``(T, B)`` booleans or None. One float dtype for all.
+        xw: ``(T, B, 2H)`` projected inputs (``(B, T, 2H)`` with ``batch_major``);
+            h0: ``(B, H)``; u: ``(H, 2H)``; mask: ``(T, B)`` booleans or None.
+            One float dtype for all.
 
     Returns:
-        ``(hs, saved)``: ``(T, B, H)`` states and ``(T, B, 3H)`` ``[h_{t-1} | f_t | c_t]``.
+        ``(hs, saved)``: ``(T, B, H)`` states (``(B, T, H)`` with ``batch_major``)
+        and ``(T, B, 3H)`` ``[h_{t-1} | f_t | c_t]``.
     """
     dtype = np.dtype(xw.dtype)
     xw, h0, u = (np.ascontiguousarray(a, dtype) for a in (xw, h0, u))
-    steps, batch, two_units = xw.shape
+    rows, cols, two_units = xw.shape
+    steps, batch = (cols, rows) if batch_major else (rows, cols)
     units = two_units // 2
     m = None if mask is None else np.ascontiguousarray(mask, np.uint8)
-    hs = np.empty((steps, batch, units), dtype)
+    hs = np.empty((rows, cols, units), dtype)
     saved = np.empty((steps, batch, 3 * units), dtype)
     pointers = tuple(_pointer(a) for a in (xw, h0, u, m, hs, saved))
     names = (activation, recurrent_activation)
-    call_forward((steps, batch, units), dtype, pointers, *names, max_threads())
+    call_forward((steps, batch, units), dtype, pointers, *names, max_threads(), batch_major)
     return hs, saved
 
 
@@ -290,21 +303,24 @@ def backward(
     mask: np.ndarray | None,
     activation: str = "tanh",
     recurrent_activation: str = "sigmoid",
+    batch_major: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The native backward loop on NumPy arrays: ``(dxw, dh0, du)``.
 
     ``d_hs`` ``(T, B, H)`` is the gradient of the states, ``d_last`` ``(B, H)``
     (or None) that of the final state; ``saved`` comes from :func:`forward`.
+    With ``batch_major``, ``d_hs`` and ``dxw`` are ``(B, T, ...)``.
     """
     dtype = np.dtype(saved.dtype)
     d_hs, saved, u = (np.ascontiguousarray(a, dtype) for a in (d_hs, saved, u))
     d_last = None if d_last is None else np.ascontiguousarray(d_last, dtype)
-    steps, batch, units = d_hs.shape
+    rows, cols, units = d_hs.shape
+    steps, batch = (cols, rows) if batch_major else (rows, cols)
     m = None if mask is None else np.ascontiguousarray(mask, np.uint8)
-    dxw = np.empty((steps, batch, 2 * units), dtype)
+    dxw = np.empty((rows, cols, 2 * units), dtype)
     dh0 = np.empty((batch, units), dtype)
     du = np.empty((units, 2 * units), dtype)
     pointers = tuple(_pointer(a) for a in (d_hs, d_last, saved, u, m, dxw, dh0, du))
     names = (activation, recurrent_activation)
-    call_backward((steps, batch, units), dtype, pointers, *names, max_threads())
+    call_backward((steps, batch, units), dtype, pointers, *names, max_threads(), batch_major)
     return dxw, dh0, du

@@ -1,26 +1,29 @@
 // C entry points of the MGU loops, for ctypes (TensorFlow and PyTorch front-ends).
 // The loops return 0 on success, 1 for invalid arguments and 2 when out of memory;
 // keras_mgu_threads_* says how many threads a call of that size runs on; max_threads 0
-// means the CPUs this process may run on.
+// means the CPUs this process may run on; batch_major != 0 takes xw, hs, d_hs and dxw
+// as (B, T, ...).
 #include "mgu_kernel.h"
 
 #define KERAS_MGU_EXPORT extern "C" __attribute__((visibility("default")))
 
-KERAS_MGU_EXPORT int keras_mgu_abi_version() { return 2; }
+KERAS_MGU_EXPORT int keras_mgu_abi_version() { return 3; }
 
 #define KERAS_MGU_DEFINE(suffix, T)                                                          \
   KERAS_MGU_EXPORT int keras_mgu_forward_##suffix(                                           \
       int64_t steps, int64_t batch, int64_t units, const T* xw, const T* h0, const T* u,     \
-      const uint8_t* mask, int act, int ract, T* hs, T* saved, int64_t max_threads) {        \
+      const uint8_t* mask, int act, int ract, T* hs, T* saved, int64_t max_threads,          \
+      int batch_major) {                                                                     \
     return keras_mgu::mgu_forward<T>(steps, batch, units, xw, h0, u, mask, act, ract, hs,    \
-                                     saved, max_threads);                                    \
+                                     saved, max_threads, batch_major != 0);                  \
   }                                                                                          \
   KERAS_MGU_EXPORT int keras_mgu_backward_##suffix(                                          \
       int64_t steps, int64_t batch, int64_t units, const T* d_hs, const T* d_last,           \
       const T* saved, const T* u, const uint8_t* mask, int act, int ract, T* dxw, T* dh0,    \
-      T* du, int64_t max_threads) {                                                          \
+      T* du, int64_t max_threads, int batch_major) {                                         \
     return keras_mgu::mgu_backward<T>(steps, batch, units, d_hs, d_last, saved, u, mask,     \
-                                      act, ract, dxw, dh0, du, max_threads);                 \
+                                      act, ract, dxw, dh0, du, max_threads,                  \
+                                      batch_major != 0);                                     \
   }                                                                                          \
   KERAS_MGU_EXPORT int64_t keras_mgu_threads_##suffix(int64_t steps, int64_t batch,          \
                                                       int64_t units, int64_t max_threads) {  \

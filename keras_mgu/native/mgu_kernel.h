@@ -1,6 +1,7 @@
 // The MGU time loop, forward and backward through time, on the CPU.
 //
-// Shapes are time major. With H units, for a batch of B sequences of T steps:
+// Shapes are time major (or, with batch_major, (B, T, ...) for xw, hs, d_hs and
+// dxw). With H units, for a batch of B sequences of T steps:
 //   xw     (T, B, 2H)  projected inputs x_t W + b: forget half first, candidate second
 //   h0     (B, H)      initial state
 //   u      (H, 2H)     recurrent kernel U = [U_f | U_c]
@@ -231,13 +232,24 @@ std::vector<T> padded_recurrent_kernel(const T* u, int64_t units, int64_t hp, bo
   return out;
 }
 
-// One chunk of `batch` sequences whose rows lie `ld` rows apart from one step
-// to the next (`ld` is the whole batch; the pointers start at the chunk's
-// first row).
+// Where row b of step t of a sequence (xw, hs, d_hs, dxw) lies: b * row +
+// t * step elements from its start. Time major (T, B, W): row = W, step = B W;
+// batch major (B, T, W): row = T W, step = W. `saved` and `mask` are always
+// time major.
+struct Layout {
+  int64_t row, step;
+};
+
+inline Layout layout(bool batch_major, int64_t steps, int64_t batch, int64_t width) {
+  return batch_major ? Layout{steps * width, width} : Layout{width, batch * width};
+}
+
+// One chunk of `batch` sequences of a batch of `ld`; the pointers start at the
+// chunk's first row.
 template <int HP, bool EXACT, typename T>
 void forward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_units, const T* xw,
-                  const T* h0, const T* u, const uint8_t* mask, int act, int ract, T* hs,
-                  T* saved) {
+                  Layout xl, const T* h0, const T* u, const uint8_t* mask, int act, int ract,
+                  T* hs, Layout hl, T* saved) {
   // EXACT: H == Hp, both known at compile time.
   const int64_t units = EXACT ? HP : runtime_units;
   const int64_t hp = HP > 0 ? HP : padded<T>(units), n = batch * hp;
@@ -246,14 +258,14 @@ void forward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_unit
   std::vector<T> h(n), f(n), fh(n), c(n);
   copy_rows(h0, units, h.data(), hp, batch, units, hp);
   for (int64_t t = 0; t < steps; ++t) {
-    const T* xw_t = xw + t * ld * two;
+    const T* xw_t = xw + t * xl.step;
     T* saved_t = saved + t * ld * three;
     copy_rows(h.data(), hp, saved_t, three, batch, units, 0);  // h_{t-1}
-    copy_rows(xw_t, two, f.data(), hp, batch, units, hp);
+    copy_rows(xw_t, xl.row, f.data(), hp, batch, units, hp);
     gemm_rows(batch, hp, hp, h.data(), hp, 1, up.data(), 2 * hp, f.data(), hp);
     activate(ract, f.data(), n);
     for (int64_t i = 0; i < n; ++i) fh[i] = f[i] * h[i];
-    copy_rows(xw_t + units, two, c.data(), hp, batch, units, hp);
+    copy_rows(xw_t + units, xl.row, c.data(), hp, batch, units, hp);
     gemm_rows(batch, hp, hp, fh.data(), hp, 1, up.data() + hp, 2 * hp, c.data(), hp);
     activate(act, c.data(), n);
     const uint8_t* m = mask == nullptr ? nullptr : mask + t * ld;
@@ -264,7 +276,7 @@ void forward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_unit
       const T* cb = c.data() + b * hp;
       for (int64_t j = 0; j < hp; ++j) hb[j] += fb[j] * (cb[j] - hb[j]);
     }
-    copy_rows(h.data(), hp, hs + t * ld * units, units, batch, units, 0);
+    copy_rows(h.data(), hp, hs + t * hl.step, hl.row, batch, units, 0);
     copy_rows(f.data(), hp, saved_t + units, three, batch, units, 0);
     copy_rows(c.data(), hp, saved_t + two, three, batch, units, 0);
   }
@@ -274,8 +286,9 @@ void forward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_unit
 // padded (Hp, 2Hp) sum in double.
 template <int HP, bool EXACT, typename T>
 void backward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_units,
-                   const T* d_hs, const T* d_last, const T* saved, const T* u,
-                   const uint8_t* mask, int act, int ract, T* dxw, T* dh0, double* du_sum) {
+                   const T* d_hs, Layout hl, const T* d_last, const T* saved, const T* u,
+                   const uint8_t* mask, int act, int ract, T* dxw, Layout xl, T* dh0,
+                   double* du_sum) {
   // EXACT: H == Hp, both known at compile time.
   const int64_t units = EXACT ? HP : runtime_units;
   const int64_t hp = HP > 0 ? HP : padded<T>(units), n = batch * hp;
@@ -286,7 +299,7 @@ void backward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_uni
   std::vector<T> du_step(hp * 2 * hp);
   if (d_last != nullptr) copy_rows(d_last, units, g.data(), hp, batch, units, hp);
   for (int64_t t = steps - 1; t >= 0; --t) {
-    copy_rows(d_hs + t * ld * units, units, gm.data(), hp, batch, units, hp);
+    copy_rows(d_hs + t * hl.step, hl.row, gm.data(), hp, batch, units, hp);
     for (int64_t i = 0; i < n; ++i) g[i] += gm[i];
     const T* saved_t = saved + t * ld * three;
     copy_rows(saved_t, three, h.data(), hp, batch, units, hp);
@@ -320,9 +333,9 @@ void backward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_uni
     gemm_rows(hp, batch, hp, h.data(), 1, hp, dzf.data(), hp, du_step.data(), 2 * hp);
     gemm_rows(hp, batch, hp, fh.data(), 1, hp, dzc.data(), hp, du_step.data() + hp, 2 * hp);
     for (size_t i = 0; i < du_step.size(); ++i) du_sum[i] += du_step[i];
-    T* dxw_t = dxw + t * ld * two;
-    copy_rows(dzf.data(), hp, dxw_t, two, batch, units, 0);
-    copy_rows(dzc.data(), hp, dxw_t + units, two, batch, units, 0);
+    T* dxw_t = dxw + t * xl.step;
+    copy_rows(dzf.data(), hp, dxw_t, xl.row, batch, units, 0);
+    copy_rows(dzc.data(), hp, dxw_t + units, xl.row, batch, units, 0);
     g.swap(g_prev);
   }
   copy_rows(g.data(), hp, dh0, units, batch, units, 0);
@@ -416,29 +429,33 @@ int for_chunks(int64_t batch, int64_t chunks, Fn fn) {
 template <typename T>
 int mgu_forward(int64_t steps, int64_t batch, int64_t units, const T* xw, const T* h0,
                 const T* u, const uint8_t* mask, int act, int ract, T* hs, T* saved,
-                int64_t max_threads) {
+                int64_t max_threads, bool batch_major) {
   if (!valid(steps, batch, units, act, ract) || max_threads < 0) return 1;
+  const Layout xl = layout(batch_major, steps, batch, 2 * units);
+  const Layout hl = layout(batch_major, steps, batch, units);
   const int64_t chunks = chunk_count(steps, batch, padded<T>(units), max_threads);
   return for_chunks(batch, chunks, [&](int64_t, int64_t b0, int64_t rows) {
-    KERAS_MGU_DISPATCH(T, forward_loop, units, steps, rows, batch, units, xw + b0 * 2 * units,
+    KERAS_MGU_DISPATCH(T, forward_loop, units, steps, rows, batch, units, xw + b0 * xl.row, xl,
                        h0 + b0 * units, u, mask == nullptr ? nullptr : mask + b0, act, ract,
-                       hs + b0 * units, saved + b0 * 3 * units);
+                       hs + b0 * hl.row, hl, saved + b0 * 3 * units);
   });
 }
 
 template <typename T>
 int mgu_backward(int64_t steps, int64_t batch, int64_t units, const T* d_hs, const T* d_last,
                  const T* saved, const T* u, const uint8_t* mask, int act, int ract, T* dxw,
-                 T* dh0, T* du, int64_t max_threads) {
+                 T* dh0, T* du, int64_t max_threads, bool batch_major) {
   if (!valid(steps, batch, units, act, ract) || max_threads < 0) return 1;
+  const Layout xl = layout(batch_major, steps, batch, 2 * units);
+  const Layout hl = layout(batch_major, steps, batch, units);
   const int64_t hp = padded<T>(units), size = hp * 2 * hp;
   const int64_t chunks = chunk_count(steps, batch, hp, max_threads);
   std::vector<double> sums(chunks * size, 0.0);  // each chunk's dU, in double
   const int code = for_chunks(batch, chunks, [&](int64_t i, int64_t b0, int64_t rows) {
-    KERAS_MGU_DISPATCH(T, backward_loop, units, steps, rows, batch, units, d_hs + b0 * units,
+    KERAS_MGU_DISPATCH(T, backward_loop, units, steps, rows, batch, units, d_hs + b0 * hl.row, hl,
                        d_last == nullptr ? nullptr : d_last + b0 * units,
                        saved + b0 * 3 * units, u, mask == nullptr ? nullptr : mask + b0, act,
-                       ract, dxw + b0 * 2 * units, dh0 + b0 * units, sums.data() + i * size);
+                       ract, dxw + b0 * xl.row, xl, dh0 + b0 * units, sums.data() + i * size);
   });
   for (int64_t k = 0; k < units; ++k) {
     for (int64_t half = 0; half < 2; ++half) {

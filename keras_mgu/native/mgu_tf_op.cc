@@ -137,7 +137,7 @@ class ForwardOp : public OpKernel {
                                      h0.flat<T>().data(), u.flat<T>().data(), mask,
                                      settings_.activation, settings_.recurrent_activation,
                                      hs->flat<T>().data(), saved->flat<T>().data(),
-                                     settings_.threads),
+                                     settings_.threads, /*batch_major=*/false),
            "forward");
   }
 
@@ -174,7 +174,8 @@ class BackwardOp : public OpKernel {
                                       saved.flat<T>().data(), u.flat<T>().data(), mask,
                                       settings_.activation, settings_.recurrent_activation,
                                       dxw->flat<T>().data(), dh0->flat<T>().data(),
-                                      du->flat<T>().data(), settings_.threads),
+                                      du->flat<T>().data(), settings_.threads,
+                                      /*batch_major=*/false),
            "backward");
   }
 

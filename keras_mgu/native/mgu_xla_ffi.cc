@@ -33,7 +33,7 @@ ffi::Error Forward(ffi::Buffer<DT> xw, ffi::Buffer<DT> h0, ffi::Buffer<DT> u,
   int code = keras_mgu::mgu_forward(dims[0], dims[1], dims[2] / 2, xw.typed_data(),
                                     h0.typed_data(), u.typed_data(), m, activation,
                                     recurrent_activation, hs->typed_data(), saved->typed_data(),
-                                    threads);
+                                    threads, /*batch_major=*/false);
   return Refused(code, "forward");
 }
 
@@ -49,7 +49,8 @@ ffi::Error Backward(ffi::Buffer<DT> d_hs, ffi::Buffer<DT> d_last, ffi::Buffer<DT
   int code = keras_mgu::mgu_backward(
       dims[0], dims[1], dims[2], d_hs.typed_data(), d_last.typed_data(), saved.typed_data(),
       u.typed_data(), m, activation, recurrent_activation, dxw->typed_data(),
-      dh0->typed_data(), du->typed_data(), threads);
+      dh0->typed_data(), du->typed_data(), threads,
+      /*batch_major=*/false);
   return Refused(code, "backward");
 }
 

@@ -24,10 +24,10 @@ from torch import Tensor
 from keras_mgu import native
 
 #: The native loops run when a step's recurrent product, ``batch * units**2``
-#: multiply-adds, is at most this (batch 32: up to 96 units; batch 256: up to
-#: 34); above it the thread pool's products win. Measured with
+#: multiply-adds, is at most this (batch 32: up to 250 units; batch 256: up to
+#: 88); above it the fused kernel is about as fast. Measured with
 #: ``benchmarks/native_kernel.py --part crossover`` (docs/native_kernel.md).
-MAX_STEP_MACS = 300_000
+MAX_STEP_MACS = 2_000_000
 _ACTIVATIONS = {code: name for name, code in native.ACTIVATION_CODES.items()}
 _differentiable_backward: list[Callable] = []
 
@@ -48,70 +48,80 @@ def _pointer(t: Tensor | None) -> int | None:
     return None if t is None else t.data_ptr()
 
 
+def _sizes(seq: Tensor, batch_major: bool) -> tuple[int, int]:
+    """``(steps, batch)`` of a ``(T, B, W)`` or, batch major, ``(B, T, W)`` sequence."""
+    rows, cols = seq.shape[0], seq.shape[1]
+    return (cols, rows) if batch_major else (rows, cols)
+
+
 def _run_forward(
-    xw: Tensor, h0: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int
-) -> tuple[Tensor, Tensor]:
+    xw: Tensor, h0: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int,
+    batch_major: bool,
+) -> tuple[Tensor, Tensor]:  # fmt: skip
     xw, h0, u = (t.contiguous() for t in (xw, h0, u))
     mask = None if mask is None else mask.to(torch.uint8).contiguous()
-    steps, batch, two_units = xw.shape
-    units = two_units // 2
-    hs = xw.new_empty((steps, batch, units))
+    (steps, batch), units = _sizes(xw, batch_major), xw.shape[2] // 2
+    hs = xw.new_empty((*xw.shape[:2], units))
     saved = xw.new_empty((steps, batch, 3 * units))
     pointers = tuple(_pointer(t) for t in (xw, h0, u, mask, hs, saved))
     names = (_ACTIVATIONS[activation], _ACTIVATIONS[ract])
     threads = native.max_threads(torch.get_num_threads())
-    native.call_forward((steps, batch, units), _numpy_dtype(xw.dtype), pointers, *names, threads)
+    dtype = _numpy_dtype(xw.dtype)
+    native.call_forward((steps, batch, units), dtype, pointers, *names, threads, batch_major)
     return hs, saved
 
 
 def _run_backward(
-    d_hs: Tensor, saved: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int
-) -> tuple[Tensor, Tensor, Tensor]:
+    d_hs: Tensor, saved: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int,
+    batch_major: bool,
+) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
     d_hs, saved, u = (t.contiguous() for t in (d_hs, saved, u))
     mask = None if mask is None else mask.to(torch.uint8).contiguous()
-    steps, batch, units = d_hs.shape
-    dxw = d_hs.new_empty((steps, batch, 2 * units))
+    (steps, batch), units = _sizes(d_hs, batch_major), d_hs.shape[2]
+    dxw = d_hs.new_empty((*d_hs.shape[:2], 2 * units))
     dh0 = d_hs.new_empty((batch, units))
     du = d_hs.new_empty((units, 2 * units))
     pointers = tuple(_pointer(t) for t in (d_hs, None, saved, u, mask, dxw, dh0, du))
     names = (_ACTIVATIONS[activation], _ACTIVATIONS[ract])
-    dtype = _numpy_dtype(d_hs.dtype)
     threads = native.max_threads(torch.get_num_threads())
-    native.call_backward((steps, batch, units), dtype, pointers, *names, threads)
+    dtype = _numpy_dtype(d_hs.dtype)
+    native.call_backward((steps, batch, units), dtype, pointers, *names, threads, batch_major)
     return dxw, dh0, du
 
 
 @torch.library.custom_op("keras_mgu::mgu_forward", mutates_args=())
 def mgu_forward(
-    xw: Tensor, h0: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int
-) -> tuple[Tensor, Tensor]:
+    xw: Tensor, h0: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int,
+    batch_major: bool,
+) -> tuple[Tensor, Tensor]:  # fmt: skip
     """``(hs, saved)``, ``(T, B, H)`` and ``(T, B, 3H)``, from ``xw`` ``(T, B, 2H)``.
 
-    ``mask`` is ``(T, B)`` booleans or None; the activations are given by code.
+    With ``batch_major``, ``xw`` and ``hs`` are ``(B, T, ...)``. ``mask`` is
+    ``(T, B)`` booleans or None; the activations are given by code.
     """
-    return _run_forward(xw, h0, u, mask, activation, ract)
+    return _run_forward(xw, h0, u, mask, activation, ract, batch_major)
 
 
 @mgu_forward.register_fake
-def _(xw, h0, u, mask, activation, ract):
-    steps, batch, two_units = xw.shape
-    units = two_units // 2
-    return xw.new_empty((steps, batch, units)), xw.new_empty((steps, batch, 3 * units))
+def _(xw, h0, u, mask, activation, ract, batch_major):
+    (steps, batch), units = _sizes(xw, batch_major), xw.shape[2] // 2
+    return xw.new_empty((*xw.shape[:2], units)), xw.new_empty((steps, batch, 3 * units))
 
 
 @torch.library.custom_op("keras_mgu::mgu_backward", mutates_args=())
 def mgu_backward(
-    d_hs: Tensor, saved: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int
-) -> tuple[Tensor, Tensor, Tensor]:
-    """``(dxw, dh0, du)`` for the state gradients ``d_hs`` ``(T, B, H)``."""
-    return _run_backward(d_hs, saved, u, mask, activation, ract)
+    d_hs: Tensor, saved: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int,
+    batch_major: bool,
+) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
+    """``(dxw, dh0, du)`` for the state gradients ``d_hs`` ``(T, B, H)`` (or ``(B, T, H)``)."""
+    return _run_backward(d_hs, saved, u, mask, activation, ract, batch_major)
 
 
 @mgu_backward.register_fake
-def _(d_hs, saved, u, mask, activation, ract):
-    steps, batch, units = d_hs.shape
+def _(d_hs, saved, u, mask, activation, ract, batch_major):
+    (_, batch), units = _sizes(d_hs, batch_major), d_hs.shape[2]
     return (
-        d_hs.new_empty((steps, batch, 2 * units)),
+        d_hs.new_empty((*d_hs.shape[:2], 2 * units)),
         d_hs.new_empty((batch, units)),
         d_hs.new_empty((units, 2 * units)),
     )
@@ -124,24 +134,29 @@ def _numpy_dtype(dtype: torch.dtype) -> str:
 def _gradients(ctx: Any, d_hs: Tensor, backward_op: Callable) -> tuple:
     """``(dxw, dh0, du)``: the native backward, or differentiable ops under ``create_graph``."""
     xw, h0, u, mask, saved = ctx.saved_tensors
+    activation, ract, batch_major = ctx.settings
     if torch.is_grad_enabled() and _differentiable_backward:
-        names = tuple(_ACTIVATIONS[c] for c in ctx.codes)
-        return _differentiable_backward[0](ctx, xw, h0, u, mask, d_hs, names)
-    return backward_op(d_hs, saved, u, mask, *ctx.codes)
+        names = (_ACTIVATIONS[activation], _ACTIVATIONS[ract])
+        if not batch_major:
+            return _differentiable_backward[0](ctx, xw, h0, u, mask, d_hs, names)
+        time_major = (xw.transpose(0, 1), h0, u, mask, d_hs.transpose(0, 1), names)
+        dxw, dh0, du = _differentiable_backward[0](ctx, *time_major)
+        return dxw.transpose(0, 1), dh0, du
+    return backward_op(d_hs, saved, u, mask, activation, ract, batch_major)
 
 
 def _setup_context(ctx: Any, inputs: tuple, output: tuple) -> None:
-    xw, h0, u, mask, activation, ract = inputs
+    xw, h0, u, mask, activation, ract, batch_major = inputs
     ctx.save_for_backward(xw, h0, u, mask, output[1])
     ctx.mark_non_differentiable(output[1])  # ``saved`` is for the backward pass only
     ctx.set_materialize_grads(False)
-    ctx.codes = (activation, ract)
+    ctx.settings = (activation, ract, batch_major)
 
 
 def _backward(ctx: Any, d_hs: Tensor, d_saved: Tensor | None) -> tuple:
     if d_hs is None:
-        return None, None, None, None, None, None
-    return (*_gradients(ctx, d_hs, mgu_backward), None, None, None)
+        return (None,) * 7
+    return (*_gradients(ctx, d_hs, mgu_backward), None, None, None, None)
 
 
 torch.library.register_autograd("keras_mgu::mgu_forward", _backward, setup_context=_setup_context)
@@ -157,15 +172,15 @@ class _EagerRecurrence(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, xw, h0, u, mask, activation, ract):  # noqa: D102
-        hs, saved = _run_forward(xw, h0, u, mask, activation, ract)
+    def forward(ctx, xw, h0, u, mask, activation, ract, batch_major):  # noqa: D102
+        hs, saved = _run_forward(xw, h0, u, mask, activation, ract, batch_major)
         ctx.save_for_backward(xw, h0, u, mask, saved)
-        ctx.codes = (activation, ract)
+        ctx.settings = (activation, ract, batch_major)
         return hs
 
     @staticmethod
     def backward(ctx, d_hs):  # noqa: D102
-        return (*_gradients(ctx, d_hs, _run_backward), None, None, None)
+        return (*_gradients(ctx, d_hs, _run_backward), None, None, None, None)
 
 
 def set_differentiable_backward(fn: Callable) -> None:
@@ -178,10 +193,15 @@ def set_differentiable_backward(fn: Callable) -> None:
 
 
 def recurrence(
-    xw: Tensor, h0: Tensor, u: Tensor, mask: Tensor | None, activation: str, ract: str
-) -> Tensor:
-    """The states ``(T, B, H)`` of the native loop, differentiable (see the module docstring)."""
+    xw: Tensor, h0: Tensor, u: Tensor, mask: Tensor | None, activation: str, ract: str,
+    batch_major: bool = False,
+) -> Tensor:  # fmt: skip
+    """The states of the native loop, differentiable (see the module docstring).
+
+    ``xw`` ``(T, B, 2H)`` gives states ``(T, B, H)``; with ``batch_major``,
+    ``(B, T, 2H)`` gives ``(B, T, H)``. ``mask`` is ``(T, B)`` either way.
+    """
     codes = (native.ACTIVATION_CODES[activation], native.ACTIVATION_CODES[ract])
     if torch.compiler.is_compiling():
-        return mgu_forward(xw, h0, u, mask, *codes)[0]
-    return _EagerRecurrence.apply(xw, h0, u, mask, *codes)
+        return mgu_forward(xw, h0, u, mask, *codes, batch_major)[0]
+    return _EagerRecurrence.apply(xw, h0, u, mask, *codes, batch_major)

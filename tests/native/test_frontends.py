@@ -215,16 +215,22 @@ def test_torch_operators_pass_opcheck_and_trace_like_eager(rng, masked):
     h0 = torch.tensor(rng.standard_normal((batch, units)), requires_grad=True)
     u = torch.tensor(0.5 * rng.standard_normal((units, 2 * units)), requires_grad=True)
     codes = (native.ACTIVATION_CODES["tanh"], native.ACTIVATION_CODES["sigmoid"])
-    torch.library.opcheck(native_torch.mgu_forward, (xw, h0, u, mask, *codes))
-    _, saved = native_torch.mgu_forward(xw, h0, u, mask, *codes)
     d_hs = torch.tensor(rng.standard_normal((steps, batch, units)))
-    # Not differentiable itself: second order goes through differentiable ops.
-    args = (d_hs, saved, u.detach(), mask, *codes)
-    torch.library.opcheck(native_torch.mgu_backward, args)
+    for batch_major in (False, True):
+        xw_in = xw.transpose(0, 1).contiguous() if batch_major else xw
+        torch.library.opcheck(native_torch.mgu_forward, (xw_in, h0, u, mask, *codes, batch_major))
+        _, saved = native_torch.mgu_forward(xw_in, h0, u, mask, *codes, batch_major)
+        d_in = d_hs.transpose(0, 1).contiguous() if batch_major else d_hs
+        # Not differentiable itself: second order goes through differentiable ops.
+        args = (d_in, saved, u.detach(), mask, *codes, batch_major)
+        torch.library.opcheck(native_torch.mgu_backward, args)
 
     def loss(xw, h0, u):
-        states = native_torch.recurrence(xw, h0, u, mask, "tanh", "sigmoid")
-        return (states * d_hs).sum()
+        time_major = native_torch.recurrence(xw, h0, u, mask, "tanh", "sigmoid")
+        batch_major = native_torch.recurrence(
+            xw.transpose(0, 1), h0, u, mask, "tanh", "sigmoid", batch_major=True
+        )
+        return (time_major * d_hs).sum() + (batch_major.transpose(0, 1) * d_hs**2).sum()
 
     traced = torch.compile(loss, backend="aot_eager", fullgraph=True)
     eager_value = loss(xw, h0, u)

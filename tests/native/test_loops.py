@@ -171,6 +171,26 @@ def test_batch_split_across_threads_matches_one_thread(rng, monkeypatch, dtype):
     np.testing.assert_allclose(np.swapaxes(split[0], 0, 1), want, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_batch_major_sequences_match_time_major(rng, monkeypatch, threads):
+    """xw, hs, d_hs and dxw as (B, T, ...): the same numbers, on one thread and on three."""
+    monkeypatch.setenv(native.THREADS_ENV_VAR, threads)
+    p = _problem(rng, 7, "float64", batch=13, steps=400)
+    mask = p["mask"].T
+    xw, h0, u = _projected(p), p["h0"], p["u"]
+    d_hs = rng.normal(size=(400, 13, 7))
+    d_last = rng.normal(size=h0.shape)
+    hs, saved = native.forward(xw, h0, u, mask)
+    want = native.backward(d_hs, d_last, saved, u, mask)
+    hs_b, saved_b = native.forward(np.swapaxes(xw, 0, 1), h0, u, mask, batch_major=True)
+    np.testing.assert_array_equal(hs_b, np.swapaxes(hs, 0, 1))
+    np.testing.assert_array_equal(saved_b, saved)  # saved stays time major
+    got = native.backward(np.swapaxes(d_hs, 0, 1), d_last, saved_b, u, mask, batch_major=True)
+    np.testing.assert_array_equal(got[0], np.swapaxes(want[0], 0, 1))
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-13)
+
+
 def test_thread_counts_follow_the_size_and_the_setting(monkeypatch):
     monkeypatch.setenv(native.THREADS_ENV_VAR, "8")
     assert native.threads(1000, 32, 8) == 8
