@@ -95,7 +95,7 @@ def faster(batch: int | None, units: int, max_step_macs: int) -> bool:
     """Whether a step's recurrent product, ``batch * units**2`` multiply-adds, is small enough.
 
     Above ``max_step_macs`` (measured per backend, see each front-end) the
-    backend's own multi-threaded products win over the single-threaded loops.
+    backend's own loops are as fast as the native ones or faster.
     ``batch=None`` (not known yet) counts as :data:`DEFAULT_BATCH`.
     """
     return (DEFAULT_BATCH if batch is None else batch) * units * units <= max_step_macs

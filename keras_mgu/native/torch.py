@@ -166,9 +166,9 @@ class _EagerRecurrence(torch.autograd.Function):
     """The operators' loops and gradients without the operator dispatcher.
 
     Eager calls take this route: it skips the custom operators' per-call
-    dispatch, measured at about 0.3 ms of a 5 ms training step at batch 32,
-    1000 steps, 8 units. Traced code (``torch.compile``, ``torch.export``)
-    goes through the registered operators, which it can see.
+    dispatch, a visible part of a small training step. Traced code
+    (``torch.compile``, ``torch.export``) goes through the registered
+    operators, which it can see.
     """
 
     @staticmethod
