@@ -25,6 +25,7 @@
 // call libm. No fast-math is assumed.
 #pragma once
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -380,8 +381,20 @@ inline int64_t available_cpus() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+#ifdef KERAS_MGU_OPENMP
+// GNU OpenMP's thread pool does not survive fork(): a child that enters a
+// parallel region after its parent had one hangs. So a forked child of a
+// process that had loaded the library runs every call on one thread.
+inline std::atomic<bool> forked_child(false);
+inline void mark_forked_child() { forked_child = true; }
+inline const int fork_handler_registered = pthread_atfork(nullptr, nullptr, mark_forked_child);
+#endif
+
 inline int64_t chunk_count(int64_t steps, int64_t batch, int64_t hp, int64_t max_threads) {
   if (max_threads == 1 || steps * batch * hp * hp < kMinWork) return 1;
+#ifdef KERAS_MGU_OPENMP
+  if (forked_child) return 1;
+#endif
   const int64_t threads = max_threads > 1 ? max_threads : available_cpus();
   return std::max<int64_t>(1, std::min(threads, batch / kMinRows));
 }

@@ -1,6 +1,10 @@
 """The compiled MGU loops against the NumPy reference and finite differences."""
 
 import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -189,6 +193,34 @@ def test_batch_major_sequences_match_time_major(rng, monkeypatch, threads):
     np.testing.assert_array_equal(got[0], np.swapaxes(want[0], 0, 1))
     np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_allclose(got[2], want[2], rtol=1e-13)
+
+
+def test_a_forked_child_runs_the_loops_after_its_parent_did():
+    """GNU OpenMP's pool does not survive fork(): the child must not hang, and gets one thread."""
+    code = textwrap.dedent("""
+        import os, numpy as np
+        from keras_mgu import native
+        rng = np.random.default_rng(0)
+        xw, u = rng.normal(size=(400, 32, 16)), 0.3 * rng.normal(size=(8, 16))
+        h0 = np.zeros((32, 8))
+        os.environ[native.THREADS_ENV_VAR] = "2"
+        assert native.threads(400, 32, 8, "float64") == 2
+        hs, _ = native.forward(xw, h0, u, None)  # the parent's pool starts
+        pid = os.fork()
+        if pid == 0:
+            again, _ = native.forward(xw, h0, u, None)
+            threads = native.threads(400, 32, 8, "float64")
+            print("CHILD", threads, np.array_equal(hs, again), flush=True)
+            os._exit(0)
+        os.waitpid(pid, 0)
+    """)
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "CHILD 1 True" in result.stdout
 
 
 def test_thread_counts_follow_the_size_and_the_setting(monkeypatch):
