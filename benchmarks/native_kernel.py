@@ -217,6 +217,17 @@ def _worker_records(part: str, backend: str, args: list[str]) -> tuple[list[dict
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")], None
 
 
+def _records(part, units_list, batch, steps, repeats, backends, lines: list[str]):
+    """``(backend, record)`` from one worker per backend; a failure adds a row to ``lines``."""
+    args = ["--units", *map(str, units_list), "--batch", str(batch), "--steps", str(steps)]
+    for backend in backends:
+        records, error = _worker_records(part, backend, [*args, "--repeats", str(repeats)])
+        if error:
+            lines.append(f"| {backend} | failed: {error} | | | |")
+        for record in records:
+            yield backend, record
+
+
 def threads_table(units_list, batch, steps, repeats, backends) -> list[str]:
     lines = [
         f"Keras train_on_batch step on the native loops, float32, batch {batch}, {steps} steps, "
@@ -225,17 +236,12 @@ def threads_table(units_list, batch, steps, repeats, backends) -> list[str]:
         "| backend | units | one loop thread | all CPUs | all / one |",
         "|---|---:|---:|---:|---:|",
     ]
-    size = ["--units", *map(str, units_list), "--batch", str(batch), "--steps", str(steps)]
-    for backend in backends:
-        records, error = _worker_records("threads", backend, [*size, "--repeats", str(repeats)])
-        if error:
-            lines.append(f"| {backend} | failed: {error} | | | |")
-        for r in records:
-            ratio = r["all_ms"] / r["one_ms"]
-            lines.append(
-                f"| {backend} | {r['units']} | {r['one_ms']:.2f} | {r['all_ms']:.2f} "
-                f"({r['cpus']}) | {ratio:.2f} |"
-            )
+    for backend, r in _records("threads", units_list, batch, steps, repeats, backends, lines):
+        ratio = r["all_ms"] / r["one_ms"]
+        lines.append(
+            f"| {backend} | {r['units']} | {r['one_ms']:.2f} | {r['all_ms']:.2f} "
+            f"({r['cpus']}) | {ratio:.2f} |"
+        )
     return lines
 
 
@@ -247,17 +253,12 @@ def crossover_table(units_list, batch, steps, repeats, backends) -> list[str]:
         "| backend | units | native loops | backend's own loops | native / own |",
         "|---|---:|---:|---:|---:|",
     ]
-    size = ["--units", *map(str, units_list), "--batch", str(batch), "--steps", str(steps)]
-    for backend in backends:
-        records, error = _worker_records("crossover", backend, [*size, "--repeats", str(repeats)])
-        if error:
-            lines.append(f"| {backend} | failed: {error} | | | |")
-        for r in records:
-            ratio = r["native_ms"] / r["own_ms"]
-            lines.append(
-                f"| {backend} | {r['units']} | {r['native_ms']:.2f} | {r['own_ms']:.2f} "
-                f"| {ratio:.2f} |"
-            )
+    for backend, r in _records("crossover", units_list, batch, steps, repeats, backends, lines):
+        ratio = r["native_ms"] / r["own_ms"]
+        lines.append(
+            f"| {backend} | {r['units']} | {r['native_ms']:.2f} | {r['own_ms']:.2f} "
+            f"| {ratio:.2f} |"
+        )
     return lines
 
 

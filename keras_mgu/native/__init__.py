@@ -231,10 +231,7 @@ def call_forward(
     use (0: the CPUs available); ``batch_major`` means ``xw`` and ``hs`` are
     ``(B, T, ...)``.
     """
-    xw, h0, u, mask, hs, saved = pointers
-    fn = getattr(core(), f"keras_mgu_forward_{_suffix(dtype)}")
-    codes = _codes(activation, ract)
-    _check(fn(*shape, xw, h0, u, mask, *codes, hs, saved, threads, batch_major), "forward")
+    _call("forward", 4, shape, dtype, pointers, (activation, ract), threads, batch_major)
 
 
 def call_backward(
@@ -250,11 +247,21 @@ def call_backward(
 
     As :func:`call_forward`; ``batch_major`` applies to ``d_hs`` and ``dxw``.
     """
-    d_hs, d_last, saved, u, mask, dxw, dh0, du = pointers
-    fn = getattr(core(), f"keras_mgu_backward_{_suffix(dtype)}")
-    codes = _codes(activation, ract)
-    args = (d_hs, d_last, saved, u, mask, *codes, dxw, dh0, du, threads, batch_major)
-    _check(fn(*shape, *args), "backward")
+    _call("backward", 5, shape, dtype, pointers, (activation, ract), threads, batch_major)
+
+
+def _call(direction, inputs, shape, dtype, pointers, names, threads, batch_major) -> None:
+    """The C entry point's arguments: sizes, ``inputs`` input pointers, codes, outputs, settings."""
+    fn = getattr(core(), f"keras_mgu_{direction}_{_suffix(dtype)}")
+    codes = _codes(*names)
+    args = (*pointers[:inputs], *codes, *pointers[inputs:], threads, batch_major)
+    _check(fn(*shape, *args), direction)
+
+
+def steps_and_batch(shape: tuple, batch_major: bool) -> tuple[int, int]:
+    """``(T, B)`` of a sequence of ``shape`` ``(T, B, W)``, or ``(B, T, W)`` when batch major."""
+    rows, cols = shape[0], shape[1]
+    return (cols, rows) if batch_major else (rows, cols)
 
 
 def _pointer(array: np.ndarray | None) -> int | None:
@@ -283,11 +290,9 @@ def forward(
     """
     dtype = np.dtype(xw.dtype)
     xw, h0, u = (np.ascontiguousarray(a, dtype) for a in (xw, h0, u))
-    rows, cols, two_units = xw.shape
-    steps, batch = (cols, rows) if batch_major else (rows, cols)
-    units = two_units // 2
+    (steps, batch), units = steps_and_batch(xw.shape, batch_major), xw.shape[2] // 2
     m = None if mask is None else np.ascontiguousarray(mask, np.uint8)
-    hs = np.empty((rows, cols, units), dtype)
+    hs = np.empty((*xw.shape[:2], units), dtype)
     saved = np.empty((steps, batch, 3 * units), dtype)
     pointers = tuple(_pointer(a) for a in (xw, h0, u, m, hs, saved))
     names = (activation, recurrent_activation)
@@ -314,10 +319,9 @@ def backward(
     dtype = np.dtype(saved.dtype)
     d_hs, saved, u = (np.ascontiguousarray(a, dtype) for a in (d_hs, saved, u))
     d_last = None if d_last is None else np.ascontiguousarray(d_last, dtype)
-    rows, cols, units = d_hs.shape
-    steps, batch = (cols, rows) if batch_major else (rows, cols)
+    (steps, batch), units = steps_and_batch(d_hs.shape, batch_major), d_hs.shape[2]
     m = None if mask is None else np.ascontiguousarray(mask, np.uint8)
-    dxw = np.empty((rows, cols, 2 * units), dtype)
+    dxw = np.empty((*d_hs.shape[:2], 2 * units), dtype)
     dh0 = np.empty((batch, units), dtype)
     du = np.empty((units, 2 * units), dtype)
     pointers = tuple(_pointer(a) for a in (d_hs, d_last, saved, u, m, dxw, dh0, du))

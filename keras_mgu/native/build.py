@@ -73,8 +73,8 @@ def library_path(kind: str) -> Path:
     if kind not in _SOURCES:
         raise ValueError(f"`kind` must be one of {tuple(_SOURCES)}; received {kind!r}.")
     cxx = compiler()
-    includes = _include_dirs(kind)
-    key = _cache_key(kind, cxx, [*includes, *OPENMP_FLAGS, *_extra_flags(kind)])
+    includes, backend_flags = _include_dirs(kind), _extra_flags(kind)
+    key = _cache_key(kind, cxx, [*includes, *OPENMP_FLAGS, *backend_flags])
     target = cache_dir() / f"libkeras_mgu_{kind}-{key}.so"
     if target.exists():
         return target
@@ -82,9 +82,9 @@ def library_path(kind: str) -> Path:
     with _exclusive_lock(target.with_suffix(".lock")):
         if not target.exists():  # another process may have built it meanwhile
             try:
-                _compile(cxx, kind, includes, target, OPENMP_FLAGS)
+                _compile(cxx, kind, includes, target, [*OPENMP_FLAGS], backend_flags)
             except BuildError:
-                _compile(cxx, kind, includes, target, ())
+                _compile(cxx, kind, includes, target, [], backend_flags)
     return target
 
 
@@ -153,7 +153,10 @@ def _compiler_version(cxx: str) -> str:
     return result.stdout
 
 
-def _compile(cxx: str, kind: str, includes: list[str], target: Path, extra: tuple) -> None:
+def _compile(
+    cxx: str, kind: str, includes: list[str], target: Path, extra: list[str], tail: list[str]
+) -> None:
+    """Build ``target``; ``extra`` flags go before the source, ``tail`` (link flags) after it."""
     fd, tmp = tempfile.mkstemp(prefix=target.stem + ".", suffix=".tmp", dir=target.parent)
     os.close(fd)
     command = [
@@ -164,7 +167,7 @@ def _compile(cxx: str, kind: str, includes: list[str], target: Path, extra: tupl
         str(SOURCE_DIR / _SOURCES[kind]),
         "-o",
         tmp,
-        *_extra_flags(kind),  # after the source: the link flags name libraries
+        *tail,  # after the source: the link flags name libraries
     ]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=600)

@@ -48,19 +48,13 @@ def _pointer(t: Tensor | None) -> int | None:
     return None if t is None else t.data_ptr()
 
 
-def _sizes(seq: Tensor, batch_major: bool) -> tuple[int, int]:
-    """``(steps, batch)`` of a ``(T, B, W)`` or, batch major, ``(B, T, W)`` sequence."""
-    rows, cols = seq.shape[0], seq.shape[1]
-    return (cols, rows) if batch_major else (rows, cols)
-
-
 def _run_forward(
     xw: Tensor, h0: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int,
     batch_major: bool,
 ) -> tuple[Tensor, Tensor]:  # fmt: skip
     xw, h0, u = (t.contiguous() for t in (xw, h0, u))
     mask = None if mask is None else mask.to(torch.uint8).contiguous()
-    (steps, batch), units = _sizes(xw, batch_major), xw.shape[2] // 2
+    (steps, batch), units = native.steps_and_batch(xw.shape, batch_major), xw.shape[2] // 2
     hs = xw.new_empty((*xw.shape[:2], units))
     saved = xw.new_empty((steps, batch, 3 * units))
     pointers = tuple(_pointer(t) for t in (xw, h0, u, mask, hs, saved))
@@ -77,7 +71,7 @@ def _run_backward(
 ) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
     d_hs, saved, u = (t.contiguous() for t in (d_hs, saved, u))
     mask = None if mask is None else mask.to(torch.uint8).contiguous()
-    (steps, batch), units = _sizes(d_hs, batch_major), d_hs.shape[2]
+    (steps, batch), units = native.steps_and_batch(d_hs.shape, batch_major), d_hs.shape[2]
     dxw = d_hs.new_empty((*d_hs.shape[:2], 2 * units))
     dh0 = d_hs.new_empty((batch, units))
     du = d_hs.new_empty((units, 2 * units))
@@ -104,7 +98,7 @@ def mgu_forward(
 
 @mgu_forward.register_fake
 def _(xw, h0, u, mask, activation, ract, batch_major):
-    (steps, batch), units = _sizes(xw, batch_major), xw.shape[2] // 2
+    (steps, batch), units = native.steps_and_batch(xw.shape, batch_major), xw.shape[2] // 2
     return xw.new_empty((*xw.shape[:2], units)), xw.new_empty((steps, batch, 3 * units))
 
 
@@ -119,7 +113,7 @@ def mgu_backward(
 
 @mgu_backward.register_fake
 def _(d_hs, saved, u, mask, activation, ract, batch_major):
-    (_, batch), units = _sizes(d_hs, batch_major), d_hs.shape[2]
+    (_, batch), units = native.steps_and_batch(d_hs.shape, batch_major), d_hs.shape[2]
     return (
         d_hs.new_empty((*d_hs.shape[:2], 2 * units)),
         d_hs.new_empty((batch, units)),

@@ -31,6 +31,13 @@ def _run_both(monkeypatch, fn):
     return results[True], results[False]
 
 
+def _assert_trains_alike(monkeypatch, train):
+    """``train()`` returns a model's weights: the same on the native loops and off them."""
+    native_weights, fused_weights = _run_both(monkeypatch, train)
+    for a, b in zip(native_weights, fused_weights):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("units", [1, 7, 8, 33])
 @pytest.mark.parametrize("go_backwards", [False, True])
 def test_outputs_states_and_gradients_match_the_fused_kernel(rng, monkeypatch, units, go_backwards):
@@ -70,9 +77,7 @@ def test_weight_gradients_in_training_match(rng, monkeypatch):
         model.fit(x, y, batch_size=8, epochs=2, verbose=0, shuffle=False)
         return [to_numpy(w) for w in model.weights]
 
-    native_weights, fused_weights = _run_both(monkeypatch, train)
-    for a, b in zip(native_weights, fused_weights):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    _assert_trains_alike(monkeypatch, train)
 
 
 def test_training_on_several_threads_matches(rng, monkeypatch):
@@ -93,9 +98,7 @@ def test_training_on_several_threads_matches(rng, monkeypatch):
         model.fit(x, y, batch_size=16, epochs=3, verbose=0, shuffle=False)
         return [to_numpy(w) for w in model.weights]
 
-    native_weights, fused_weights = _run_both(monkeypatch, train)
-    for a, b in zip(native_weights, fused_weights):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    _assert_trains_alike(monkeypatch, train)
 
 
 @pytest.fixture
