@@ -48,11 +48,14 @@ HOIST_MAX_STATE = 32
 #: Sum the weight gradients inside the reverse loop (True), take them, with the input
 #: gradients, from one VJP over all ``T * B`` rows after it (False), or ``"auto"``: in the
 #: loop exactly when the projection is not hoisted (see :func:`loop_weight_gradients`).
-#: Measured per training step: in the loop 1.2x faster for a peephole LSTM of 64 units
-#: (the rows VJP runs the step's forward again over every row, large matmuls at 64 units)
-#: and 1.3x faster for a user GRU of 8 units, but 1.1x slower for that LSTM at 8 units
-#: (and its forward and backward 1.2x, an MGU cell's 1.5x), where the rows VJP is cheap.
-LOOP_WEIGHT_GRADIENTS = "auto"
+#: Measured per training step at S (32, 1000, 2, 8) on a 2-core CPU, True against False
+#: (``benchmarks/custom_cells_profile.py --settings hoist=1,loopw=0 engine --cases GRU:S
+#: LSTM:S MGU:S``, benchmarks/RESULTS.md): a user GRU 1.3x faster (18.8 against 24.7 ms;
+#: XLA runs its carry-only reverse loop at 14.6 ms, the loop with weight gradients at
+#: 8.2), a peephole LSTM as fast (19.6 against 20.4) and an MGU cell 1.2x slower (14.5
+#: against 12.4). At 64 units the projection runs in the step and ``"auto"`` sums in the
+#: loop too (there the rows VJP would run the step's forward again: large matmuls).
+LOOP_WEIGHT_GRADIENTS = True
 
 _ZERO = tf.UnconnectedGradients.ZERO
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
