@@ -1,7 +1,8 @@
 """The MGU's time loop in compiled C++, behind all three backends.
 
-The loops (:file:`mgu_kernel.h`) run the recurrence forward and the backward
-pass through time on the CPU, in float32 and float64; the input projection
+The loops (:file:`mgu_kernel.h`, with :file:`mgu_math.h` and
+:file:`mgu_threads.h`) run the recurrence forward and the backward pass
+through time on the CPU, in float32 and float64; the input projection
 stays one backend matmul outside them. They are compiled on first use
 (:mod:`keras_mgu.native.build`) and reached through thin per-backend
 front-ends: an XLA FFI custom call on JAX (:mod:`keras_mgu.native.jax`), a

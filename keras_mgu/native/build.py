@@ -41,7 +41,7 @@ FLAGS = ("-O3", "-march=native", "-fno-math-errno", "-std=c++17", "-shared", "-f
 #: pool); a compiler without OpenMP builds the std::thread version instead.
 OPENMP_FLAGS = ("-fopenmp", "-DKERAS_MGU_OPENMP")
 _SOURCES = {"core": "mgu_c_api.cc", "xla": "mgu_xla_ffi.cc", "tf": "mgu_tf_op.cc"}
-_HEADERS = ("mgu_kernel.h",)
+_HEADERS = ("mgu_kernel.h", "mgu_math.h", "mgu_threads.h")
 
 
 class BuildError(RuntimeError):
