@@ -95,12 +95,12 @@ inline Layout layout(bool batch_major, int64_t steps, int64_t batch, int64_t wid
 
 // One chunk of `batch` sequences of a batch of `ld`; the pointers start at the
 // chunk's first row.
-template <int HP, bool EXACT, typename T>
+template <int HP, int UNITS, typename T>
 void forward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_units, const T* xw,
                   Layout xl, const T* h0, const T* u, const uint8_t* mask, int act, int ract,
                   T* hs, Layout hl, T* saved) {
-  // EXACT: H == Hp, both known at compile time.
-  const int64_t units = EXACT ? HP : runtime_units;
+  // HP, UNITS: Hp and H when known at compile time (else 0).
+  const int64_t units = UNITS > 0 ? UNITS : runtime_units;
   const int64_t hp = HP > 0 ? HP : padded<T>(units), n = batch * hp;
   const int64_t two = 2 * units, three = 3 * units;
   const std::vector<T> up = padded_recurrent_kernel(u, units, hp, false);
@@ -137,13 +137,13 @@ void forward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_unit
 
 // One chunk of sequences, as forward_loop; its dU is added to du_sum, the
 // padded (Hp, 2Hp) sum in double.
-template <int HP, bool EXACT, typename T>
+template <int HP, int UNITS, typename T>
 void backward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_units,
                    const T* d_hs, Layout hl, const T* d_last, const T* saved, const T* u,
                    const uint8_t* mask, int act, int ract, T* dxw, Layout xl, T* dh0,
                    double* du_sum) {
-  // EXACT: H == Hp, both known at compile time.
-  const int64_t units = EXACT ? HP : runtime_units;
+  // HP, UNITS: Hp and H when known at compile time (else 0).
+  const int64_t units = UNITS > 0 ? UNITS : runtime_units;
   const int64_t hp = HP > 0 ? HP : padded<T>(units), n = batch * hp;
   const int64_t two = 2 * units, three = 3 * units;
   // [U_f^T | U_c^T], so that the products with U^T also run along rows.
@@ -201,14 +201,33 @@ void backward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_uni
 }
 
 #define KERAS_MGU_EXACT(loop, hp, units, ...) \
-  ((units) == (hp) ? loop<hp, true>(__VA_ARGS__) : loop<hp, false>(__VA_ARGS__))
+  ((units) == (hp) ? loop<hp, hp>(__VA_ARGS__) : loop<hp, 0>(__VA_ARGS__))
 
-// Runs loop<HP> with the padded width known at compile time up to 8 vectors.
+#define KERAS_MGU_NARROW(loop, u, ...) \
+  case u:                              \
+    if constexpr (u <= L) loop<L, u>(__VA_ARGS__); \
+    break;
+
+// Runs loop<HP, UNITS> with the padded width known at compile time up to 8
+// vectors, and the width itself when it is a whole number of vectors or less
+// than one vector (so that the copies of narrow rows are whole operations too).
 #define KERAS_MGU_DISPATCH(T, loop, units, ...)                          \
   do {                                                                   \
     constexpr int64_t L = Vec<T>::lanes;                                 \
     switch (padded<T>(units) / L) {                                      \
-      case 1: KERAS_MGU_EXACT(loop, 1 * L, units, __VA_ARGS__); break;   \
+      case 1:                                                            \
+        switch (units) {                                                 \
+          KERAS_MGU_NARROW(loop, 1, __VA_ARGS__)                         \
+          KERAS_MGU_NARROW(loop, 2, __VA_ARGS__)                         \
+          KERAS_MGU_NARROW(loop, 3, __VA_ARGS__)                         \
+          KERAS_MGU_NARROW(loop, 4, __VA_ARGS__)                         \
+          KERAS_MGU_NARROW(loop, 5, __VA_ARGS__)                         \
+          KERAS_MGU_NARROW(loop, 6, __VA_ARGS__)                         \
+          KERAS_MGU_NARROW(loop, 7, __VA_ARGS__)                         \
+          KERAS_MGU_NARROW(loop, 8, __VA_ARGS__)                         \
+          default: loop<L, 0>(__VA_ARGS__); break;                       \
+        }                                                                \
+        break;                                                           \
       case 2: KERAS_MGU_EXACT(loop, 2 * L, units, __VA_ARGS__); break;   \
       case 3: KERAS_MGU_EXACT(loop, 3 * L, units, __VA_ARGS__); break;   \
       case 4: KERAS_MGU_EXACT(loop, 4 * L, units, __VA_ARGS__); break;   \
@@ -216,7 +235,7 @@ void backward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_uni
       case 6: KERAS_MGU_EXACT(loop, 6 * L, units, __VA_ARGS__); break;   \
       case 7: KERAS_MGU_EXACT(loop, 7 * L, units, __VA_ARGS__); break;   \
       case 8: KERAS_MGU_EXACT(loop, 8 * L, units, __VA_ARGS__); break;   \
-      default: loop<0, false>(__VA_ARGS__); break;                       \
+      default: loop<0, 0>(__VA_ARGS__); break;                           \
     }                                                                    \
   } while (0)
 
