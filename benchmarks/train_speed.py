@@ -40,6 +40,11 @@ Methodology:
   kernel's peak counter is reset at that point). It therefore covers the
   optimizer state, activations kept for the backward pass, and whatever
   tracing/compilation allocated. Linux only.
+* Rounds: with ``--rounds N`` every worker runs N times, rounds alternating
+  (all backends, then all again), and each model's figure is the median of
+  its rounds' medians; the minimum is over all rounds. Backends run at
+  different times, so a comparison across backends is exposed to the
+  machine's slow spells; several rounds spread each backend over the run.
 * Ratios relate each median to the same backend's Keras GRU (``torch.nn`` to
   ``torch.nn.GRU``) and to the fastest built-in (every GRU/LSTM row of every
   backend, ``torch.nn`` included) of the same shape. Ratios from one run on
@@ -399,6 +404,48 @@ def run_job(job: Job, args: argparse.Namespace, memory: bool, progress: Progress
 
 
 # --------------------------------------------------------------------------- parent: report
+def merge_rounds(records: list[dict]) -> list[dict]:
+    """One result per (backend, shape, model) over the rounds; other records unchanged.
+
+    The merged median is the median of the rounds' medians (with several
+    rounds, a slow spell of the machine during one round moves it little), the
+    minimum the smallest step of any round; ``round_medians_ms`` keeps each
+    round's median. A single round is returned as it is.
+    """
+    groups: dict[tuple, list[dict]] = {}
+    merged: list[dict] = []
+    for r in records:
+        if r["kind"] != "result":
+            merged.append(r)
+            continue
+        key = (r["backend"], tuple(r["shape"]), r["model"])
+        if key not in groups:
+            groups[key] = []
+            merged.append({"kind": "merged", "key": key})
+        groups[key].append(r)
+    out = []
+    for r in merged:
+        if r["kind"] != "merged":
+            out.append(r)
+            continue
+        rounds = groups[r["key"]]
+        if len(rounds) == 1:
+            out.append(rounds[0])
+            continue
+        medians = [x["median_ms"] for x in rounds]
+        peaks = [x["peak_mb"] for x in rounds if x.get("peak_mb") is not None]
+        out.append(
+            {
+                **rounds[0],
+                "median_ms": statistics.median(medians),
+                "min_ms": min(x["min_ms"] for x in rounds),
+                "round_medians_ms": medians,
+                "peak_mb": max(peaks) if peaks else None,
+            }
+        )
+    return out
+
+
 def machine_description() -> dict:
     """Processor, core count, library versions, date and load of this machine."""
     versions = {}
@@ -474,6 +521,11 @@ def shape_table(rows: list[dict], shape: Shape) -> list[str]:
             f"| {mem} | {_ratio(r['median_ms'], gru and gru['median_ms'])} "
             f"| {_ratio(r['median_ms'], fastest)} |"
         )
+    if any(r.get("round_medians_ms") for r in rows):
+        lines += ["", "Each round's median, ms/step:", ""]
+        for r in rows:
+            rounds = " / ".join(f"{m:.1f}" for m in r.get("round_medians_ms") or [r["median_ms"]])
+            lines.append(f"- {r['backend']} {_model_label(r)}: {rounds}")
     tf_mgu, jax_mgu = _find(rows, "tensorflow", "MGU"), _find(rows, "jax", "MGU")
     if tf_mgu and jax_mgu:
         ratio = tf_mgu["median_ms"] / jax_mgu["median_ms"]
@@ -526,7 +578,8 @@ def machine_header(machine: dict, threads: dict, settings: dict) -> str:
         f"- Threads (library defaults): {json.dumps(threads)}",
         f"- Settings: {json.dumps(settings)}",
         "- Method: see benchmarks/README.md (median of per-step times of `fit` over "
-        "a fixed random data set, after a warm-up fit).",
+        "a fixed random data set, after a warm-up fit; with several rounds, the median of "
+        "the rounds' medians).",
         "",
     ]
     return "\n".join(lines)
@@ -565,6 +618,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="shapes S and M, 2 repeats of 3 batches, one worker per backend, no memory",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every worker this many times, rounds alternating; a model's figure is the "
+        "median of its rounds' medians (default 1)",
+    )
     parser.add_argument("--json", metavar="FILE", help="write all results and the machine as JSON")
     parser.add_argument("--markdown", metavar="FILE", help="write the report as markdown")
     parser.add_argument("--worker", choices=[*KERAS_BACKENDS, TORCH_NN], help=argparse.SUPPRESS)
@@ -581,8 +641,8 @@ def _resolve(args: argparse.Namespace) -> argparse.Namespace:
         args.repeats = 2 if args.quick else 5
     if args.batches is None:
         args.batches = 3 if args.quick else 10
-    if args.repeats < 1 or args.batches < 1:
-        raise SystemExit("--repeats and --batches must be positive integers")
+    if args.repeats < 1 or args.batches < 1 or args.rounds < 1:
+        raise SystemExit("--repeats, --batches and --rounds must be positive integers")
     if args.worker and args.models is None:
         args.models = list(TORCH_NN_MODELS if args.worker == TORCH_NN else KERAS_MODELS)
     return args
@@ -595,21 +655,24 @@ def run_parent(args: argparse.Namespace) -> int:
     backends = [b for b in wanted if _installed(b)]
     per_model = not args.quick
     jobs = plan_jobs(backends, args.shapes, args.models, per_model)
-    progress = Progress(sum(len(job.shapes) * len(job.models) for job in jobs))
+    progress = Progress(args.rounds * sum(len(job.shapes) * len(job.models) for job in jobs))
     for missing in sorted(set(wanted) - set(backends)):
         progress.log(f"skipping {missing}: not installed")
     records: list[dict] = []
-    for job in jobs:
-        records += run_job(job, args, memory=per_model, progress=progress)
+    for round_index in range(args.rounds):
+        for job in jobs:
+            run = run_job(job, args, memory=per_model, progress=progress)
+            records += [{**r, "round": round_index} for r in run]
     threads = {r["backend"]: r["threads"] for r in records if r["kind"] == "info"}
     settings = {
         "repeats": args.repeats,
         "batches_per_fit": args.batches,
         "warmup_batches": WARMUP_BATCHES,
+        "rounds": args.rounds,
         "process_per": "model" if per_model else "backend",
         "memory": per_model,
     }
-    report = markdown_report(records, args.shapes)
+    report = markdown_report(merge_rounds(records), args.shapes)
     print(report)
     progress.log("done")
     if args.markdown:
