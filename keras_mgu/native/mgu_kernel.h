@@ -66,6 +66,10 @@ struct Layout {
   int64_t row, step;
 };
 
+inline Layout layout(bool batch_major, int64_t steps, int64_t batch, int64_t width) {
+  return batch_major ? Layout{steps * width, width} : Layout{width, batch * width};
+}
+
 // Steps ahead that the loops ask for the rows of a batch-major sequence.
 constexpr int64_t kPrefetchSteps = 8;
 
@@ -87,10 +91,6 @@ inline void prefetch_rows(const T* base, Layout l, int64_t t, int64_t rows, int6
       }
     }
   }
-}
-
-inline Layout layout(bool batch_major, int64_t steps, int64_t batch, int64_t width) {
-  return batch_major ? Layout{steps * width, width} : Layout{width, batch * width};
 }
 
 // One chunk of `batch` sequences of a batch of `ld`; the pointers start at the
@@ -225,7 +225,6 @@ void backward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_uni
           KERAS_MGU_NARROW(loop, 6, __VA_ARGS__)                         \
           KERAS_MGU_NARROW(loop, 7, __VA_ARGS__)                         \
           KERAS_MGU_NARROW(loop, 8, __VA_ARGS__)                         \
-          default: loop<L, 0>(__VA_ARGS__); break;                       \
         }                                                                \
         break;                                                           \
       case 2: KERAS_MGU_EXACT(loop, 2 * L, units, __VA_ARGS__); break;   \
