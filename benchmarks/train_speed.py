@@ -405,45 +405,34 @@ def run_job(job: Job, args: argparse.Namespace, memory: bool, progress: Progress
 
 # --------------------------------------------------------------------------- parent: report
 def merge_rounds(records: list[dict]) -> list[dict]:
-    """One result per (backend, shape, model) over the rounds; other records unchanged.
+    """One result per (backend, shape, model) over the rounds, after the other records.
 
     The merged median is the median of the rounds' medians (with several
     rounds, a slow spell of the machine during one round moves it little), the
     minimum the smallest step of any round; ``round_medians_ms`` keeps each
-    round's median. A single round is returned as it is.
+    round's median. A model measured in one round keeps its record as it is.
     """
     groups: dict[tuple, list[dict]] = {}
-    merged: list[dict] = []
     for r in records:
-        if r["kind"] != "result":
-            merged.append(r)
-            continue
-        key = (r["backend"], tuple(r["shape"]), r["model"])
-        if key not in groups:
-            groups[key] = []
-            merged.append({"kind": "merged", "key": key})
-        groups[key].append(r)
-    out = []
-    for r in merged:
-        if r["kind"] != "merged":
-            out.append(r)
-            continue
-        rounds = groups[r["key"]]
-        if len(rounds) == 1:
-            out.append(rounds[0])
-            continue
-        medians = [x["median_ms"] for x in rounds]
-        peaks = [x["peak_mb"] for x in rounds if x.get("peak_mb") is not None]
-        out.append(
-            {
-                **rounds[0],
-                "median_ms": statistics.median(medians),
-                "min_ms": min(x["min_ms"] for x in rounds),
-                "round_medians_ms": medians,
-                "peak_mb": max(peaks) if peaks else None,
-            }
-        )
-    return out
+        if r["kind"] == "result":
+            groups.setdefault((r["backend"], tuple(r["shape"]), r["model"]), []).append(r)
+    others = [r for r in records if r["kind"] != "result"]
+    return others + [_merged(rounds) for rounds in groups.values()]
+
+
+def _merged(rounds: list[dict]) -> dict:
+    """The record of one model over its ``rounds`` (see :func:`merge_rounds`)."""
+    if len(rounds) == 1:
+        return rounds[0]
+    medians = [r["median_ms"] for r in rounds]
+    peaks = [r["peak_mb"] for r in rounds if r.get("peak_mb") is not None]
+    return {
+        **rounds[0],
+        "median_ms": statistics.median(medians),
+        "min_ms": min(r["min_ms"] for r in rounds),
+        "round_medians_ms": medians,
+        "peak_mb": max(peaks) if peaks else None,
+    }
 
 
 def machine_description() -> dict:
