@@ -9,18 +9,23 @@ any Keras backend.
 * :func:`simulate_cascaded_tanks`: a simulated two-tank plant resembling the
   public Cascaded Tanks benchmark (equations in its docstring and in
   :class:`TankParameters`).
-* :func:`load_csv_records`, :func:`load_cascaded_tanks`,
-  :func:`load_nonlinear_benchmark`: readers for measured data.
+* :func:`load_csv_records`, :func:`load_cascaded_tanks`, :func:`load_wh2009`,
+  :func:`load_emps`, :func:`load_benchmark`, :func:`load_nonlinear_benchmark`:
+  readers for measured data.
+* :class:`Protocol`, :data:`PROTOCOLS`, :func:`get_protocol`: how each public
+  benchmark is split and scored (``n_initial``, unit of the published score).
 * :class:`Normalizer`: per-channel standardisation fitted on estimation data.
 * :func:`make_windows`: paired ``(u, y)`` training windows from a long record.
 
 Import these names from ``keras_mgu.datasets``; the modules they live in:
 
 * ``records``: :class:`Record`, :class:`SysIdData` and their input checks.
+* ``protocols``: :class:`Protocol`, :data:`PROTOCOLS` and :func:`get_protocol`.
 * ``simulator``: :class:`TankParameters`, :func:`simulate_tank_levels`,
   :func:`simulate_cascaded_tanks` and the multisine/steps excitations.
 * ``files``: :func:`load_csv_records` and the CSV table readers.
-* ``benchmarks``: :func:`load_cascaded_tanks` and
+* ``benchmarks``: :func:`load_cascaded_tanks`, :func:`load_wh2009`,
+  :func:`load_emps`, :func:`load_benchmark` and
   :func:`load_nonlinear_benchmark`.
 * ``preprocessing``: :class:`Normalizer` and :func:`make_windows`.
 """
@@ -30,11 +35,15 @@ from keras_mgu.datasets.benchmarks import (
     CASCADED_TANKS_FILE as CASCADED_TANKS_FILE,
 )
 from keras_mgu.datasets.benchmarks import (
+    load_benchmark,
     load_cascaded_tanks,
+    load_emps,
     load_nonlinear_benchmark,
+    load_wh2009,
 )
 from keras_mgu.datasets.files import load_csv_records
 from keras_mgu.datasets.preprocessing import Normalizer, make_windows
+from keras_mgu.datasets.protocols import PROTOCOLS, Protocol, get_protocol
 from keras_mgu.datasets.records import Record, SysIdData
 from keras_mgu.datasets.simulator import (
     TankParameters,
@@ -43,13 +52,19 @@ from keras_mgu.datasets.simulator import (
 )
 
 __all__ = [
+    "PROTOCOLS",
     "Normalizer",
+    "Protocol",
     "Record",
     "SysIdData",
     "TankParameters",
+    "get_protocol",
+    "load_benchmark",
     "load_cascaded_tanks",
     "load_csv_records",
+    "load_emps",
     "load_nonlinear_benchmark",
+    "load_wh2009",
     "make_windows",
     "simulate_cascaded_tanks",
     "simulate_tank_levels",

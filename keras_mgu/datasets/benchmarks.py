@@ -2,27 +2,61 @@
 
 * :func:`load_cascaded_tanks`: the Cascaded Tanks benchmark from its
   ``dataBenchmark.csv``.
+* :func:`load_wh2009`: the Wiener-Hammerstein benchmark (2009) from its
+  ``WienerHammerBenchmark.csv``.
+* :func:`load_emps`: the EMPS benchmark from ``DATA_EMPS.csv`` and
+  ``DATA_EMPS_PULSES.csv``.
+* :func:`load_benchmark`: any of those three by name.
 * :func:`load_nonlinear_benchmark`: an adapter for the optional
   ``nonlinear-benchmarks`` package (Cascaded Tanks, Silverbox,
   Wiener-Hammerstein, EMPS).
+
+Every loader attaches the benchmark's :class:`~keras_mgu.datasets.Protocol`
+(``data.protocol``, ``data.n_initial``): how the test record is scored.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import math
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from keras_mgu.datasets.files import _column_index, _numeric_columns, _read_table
+from keras_mgu.datasets.protocols import PROTOCOLS, Protocol
 from keras_mgu.datasets.records import Record, SysIdData
 
-__all__ = ["CASCADED_TANKS_FILE", "load_cascaded_tanks", "load_nonlinear_benchmark"]
+__all__ = [
+    "CASCADED_TANKS_FILE",
+    "EMPS_FILES",
+    "WH2009_FILE",
+    "load_benchmark",
+    "load_cascaded_tanks",
+    "load_emps",
+    "load_nonlinear_benchmark",
+    "load_wh2009",
+]
 
 
 CASCADED_TANKS_FILE = "dataBenchmark.csv"
+
+
+def _file_in(path: str | os.PathLike, file_name: str) -> str:
+    """``path`` itself, or ``path/file_name`` when ``path`` is a folder."""
+    path = os.fspath(path)
+    return os.path.join(path, file_name) if os.path.isdir(path) else path
+
+
+def _split_estimation(
+    full: Record, validation_fraction: float, prefix: str
+) -> tuple[Record, Record]:
+    """``(estimation, validation)``: the last ``validation_fraction`` of ``full`` validates."""
+    estimation, validation = full.split(validation_fraction)
+    return estimation, dataclasses.replace(validation, name=f"{prefix}/validation")
 
 
 def load_cascaded_tanks(path: str | os.PathLike, validation_fraction: float = 0.2) -> SysIdData:
@@ -42,14 +76,17 @@ def load_cascaded_tanks(path: str | os.PathLike, validation_fraction: float = 0.
         validation_fraction: Fraction of ``(uEst, yEst)`` (from its end) used
             for validation, in ``(0, 1)``.
 
+    Returns:
+        :class:`SysIdData` with ``u``/``y`` of shape ``(N, 1)`` in volts
+        (819, 205 and 1024 samples by default), ``ts = 4`` and
+        ``protocol = PROTOCOLS["cascaded_tanks"]`` (``n_initial = 5``, V).
+
     Raises:
         FileNotFoundError: no such file.
         ValueError: a column is missing, a value is malformed, the columns have
             different lengths or ``Ts`` is missing or not positive.
     """
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        path = os.path.join(path, CASCADED_TANKS_FILE)
+    path = _file_in(path, CASCADED_TANKS_FILE)
     header, rows = _read_table(path)
     data = _numeric_columns(header, rows, ["uEst", "yEst", "uVal", "yVal"], path)
     ts_idx = _column_index(header, "Ts", path)
@@ -68,10 +105,241 @@ def load_cascaded_tanks(path: str | os.PathLike, validation_fraction: float = 0.
         )
     names = {"input_names": ("u",), "output_names": ("y",)}
     full = Record(data[:, 0:1], data[:, 1:2], ts, name="cascaded_tanks/estimation", **names)
-    estimation, validation = full.split(validation_fraction)
-    validation = dataclasses.replace(validation, name="cascaded_tanks/validation")
+    estimation, validation = _split_estimation(full, validation_fraction, "cascaded_tanks")
     test = Record(data[:, 2:3], data[:, 3:4], ts, name="cascaded_tanks/test", **names)
-    return SysIdData(estimation, validation, test)
+    return SysIdData(estimation, validation, test, protocol=PROTOCOLS["cascaded_tanks"])
+
+
+# --------------------------------------------------------------------------- fast CSV columns
+
+
+def _csv_head(path: str) -> tuple[list[str], list[str], int]:
+    """Header cells, first data row cells and the number of lines up to the header."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"No such data file: {path!r}.")
+    header, first, n_lines = None, None, 0
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        for line in f:
+            if not line.strip():
+                n_lines += header is None
+                continue
+            cells = [c.strip() for c in next(csv.reader([line]))]
+            if header is None:
+                header, n_lines = cells, n_lines + 1
+            else:
+                first = cells
+                break
+    if header is None:
+        raise ValueError(f"The CSV file {path!r} is empty (expected a header row).")
+    if first is None:
+        raise ValueError(f"The CSV file {path!r} has a header but no data rows.")
+    return header, first, n_lines
+
+
+def _fast_columns(
+    path: str, columns: Sequence[str], first_row: Sequence[str] = ()
+) -> tuple[np.ndarray, dict[str, str]]:
+    """Named columns of a large CSV file, read with ``np.loadtxt``.
+
+    Returns the ``(N, len(columns))`` float64 array (blank lines skipped) and
+    the first data row's cells of the ``first_row`` columns (for values, such
+    as a sampling rate, given in the first row only). Every value of
+    ``columns`` must be a finite number.
+    """
+    header, first, n_lines = _csv_head(path)
+    indices = [_column_index(header, column, path) for column in columns]
+    cells = {}
+    for column in first_row:
+        i = _column_index(header, column, path)
+        cells[column] = first[i] if i < len(first) else ""
+    try:
+        data = np.loadtxt(
+            path, delimiter=",", skiprows=n_lines, usecols=indices, ndmin=2, encoding="utf-8-sig"
+        )
+    except ValueError as err:
+        raise ValueError(
+            f"Columns {list(columns)} of {path!r} must hold a number in every row: {err}"
+        ) from None
+    bad = ~np.isfinite(data)
+    if bad.any():
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"Non-finite value {data[row, col]} in column {columns[col]!r} of {path!r} at "
+            f"sample {row} ({int(bad.sum())} non-finite values in all); expected finite numbers."
+        )
+    return data, cells
+
+
+# --------------------------------------------------------------------------- Wiener-Hammerstein
+
+WH2009_FILE = "WienerHammerBenchmark.csv"
+_WH_ESTIMATION = (5200, 105200)  # samples of the estimation record (protocol "wh2009")
+_WH_TEST = (105200, 184000)  # samples of the test record
+
+
+def _positive_cell(cell: str, what: str, path: str) -> float:
+    try:
+        value = float(cell)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(
+            f"{what} of {path!r} must be a positive number in the first data row; found {cell!r}."
+        )
+    return value
+
+
+def load_wh2009(path: str | os.PathLike, validation_fraction: float = 0.2) -> SysIdData:
+    """The Wiener-Hammerstein benchmark (2009) from its ``WienerHammerBenchmark.csv``.
+
+    The file has columns ``uBenchMark`` (input, V), ``yBenchMark`` (output, V)
+    and ``fs`` (sampling rate in Hz, first data row only); 188,000 rows. The
+    split is that of the ``"wh2009"`` protocol: estimation data = samples
+    5200:105200 (its last ``validation_fraction`` is the validation record),
+    test record = samples 105200:184000 (78,800 samples; report on it only).
+    Scores are published in mV over test samples ``n_initial = 50`` onward.
+
+    Args:
+        path: The CSV file, or a folder containing ``WienerHammerBenchmark.csv``.
+        validation_fraction: Fraction of the estimation data (from its end)
+            used for validation, in ``(0, 1)``.
+
+    Returns:
+        :class:`SysIdData` with ``u``/``y`` of shape ``(N, 1)`` in volts
+        (80,000, 20,000 and 78,800 samples by default), ``ts = 1 / fs`` and
+        ``protocol = PROTOCOLS["wh2009"]``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a column is missing, a value is not a finite number,
+            ``fs`` is missing or not positive, or the file has fewer than
+            184,000 samples.
+    """
+    path = _file_in(path, WH2009_FILE)
+    data, first = _fast_columns(path, ["uBenchMark", "yBenchMark"], first_row=["fs"])
+    fs = _positive_cell(first["fs"], "The sampling rate 'fs'", path)
+    if data.shape[0] < _WH_TEST[1]:
+        raise ValueError(
+            f"{path!r} has {data.shape[0]} samples; the wh2009 protocol needs at least "
+            f"{_WH_TEST[1]} (estimation = samples {_WH_ESTIMATION[0]}:{_WH_ESTIMATION[1]}, "
+            f"test = samples {_WH_TEST[0]}:{_WH_TEST[1]})."
+        )
+    names = {"ts": 1.0 / fs, "input_names": ("u",), "output_names": ("y",)}
+    est, test = data[slice(*_WH_ESTIMATION)], data[slice(*_WH_TEST)]
+    full = Record(est[:, :1], est[:, 1:], name="wh2009/estimation", **names)
+    estimation, validation = _split_estimation(full, validation_fraction, "wh2009")
+    test = Record(test[:, :1], test[:, 1:], name="wh2009/test", **names)
+    return SysIdData(estimation, validation, test, protocol=PROTOCOLS["wh2009"])
+
+
+# --------------------------------------------------------------------------- EMPS
+
+EMPS_FILES = ("DATA_EMPS.csv", "DATA_EMPS_PULSES.csv")  # estimation, test
+_EMPS_TS_TOLERANCE = 0.01  # largest relative deviation of a time step from the mean
+
+
+def _emps_record(path: str, name: str) -> Record:
+    """``u = vir`` (N) and ``y = qm`` (m) of one EMPS file, ``ts`` from its ``t`` column."""
+    data, _ = _fast_columns(path, ["t", "vir", "qm"])
+    if data.shape[0] < 2:
+        raise ValueError(
+            f"{path!r} has {data.shape[0]} sample(s); at least 2 are needed to find the "
+            "sampling period from column 't'."
+        )
+    steps = np.diff(data[:, 0])
+    ts = float(steps.mean())
+    if not ts > 0:
+        raise ValueError(
+            f"Column 't' of {path!r} must increase (mean time step {ts!r}); expected times in s."
+        )
+    deviation = float(np.abs(steps - ts).max()) / ts
+    if deviation > _EMPS_TS_TOLERANCE:
+        raise ValueError(
+            f"Column 't' of {path!r} is not uniformly sampled: a time step differs from the mean "
+            f"{ts:.6g} s by {100 * deviation:.3g}% (at most {100 * _EMPS_TS_TOLERANCE:g}% allowed)."
+        )
+    return Record(
+        data[:, 1:2],
+        data[:, 2:3],
+        ts,
+        input_names=("force",),
+        output_names=("position",),
+        name=name,
+    )
+
+
+def load_emps(path: str | os.PathLike, validation_fraction: float = 0.2) -> SysIdData:
+    """The EMPS benchmark from ``DATA_EMPS.csv`` and ``DATA_EMPS_PULSES.csv``.
+
+    Both files have columns ``t`` (s), ``vir`` (motor force, N), ``qm``
+    (measured motor position, m) and ``qg`` (reference position; not used);
+    the pulses file also has ``pulses_N``. ``u = vir`` and ``y = qm``. The
+    split is that of the ``"emps"`` protocol: estimation data = all of
+    ``DATA_EMPS.csv`` (its last ``validation_fraction`` is the validation
+    record), test record = all of ``DATA_EMPS_PULSES.csv`` (report on it only).
+    Scores are published in mm over test samples ``n_initial = 20`` onward.
+
+    Args:
+        path: The folder holding both files.
+        validation_fraction: Fraction of the estimation data (from its end)
+            used for validation, in ``(0, 1)``.
+
+    Returns:
+        :class:`SysIdData` with ``u`` ``(N, 1)`` in N and ``y`` ``(N, 1)`` in m
+        (19,873, 4,968 and 24,841 samples for the published files), ``ts``
+        the mean step of ``t`` (about 1 ms) and ``protocol = PROTOCOLS["emps"]``.
+
+    Raises:
+        FileNotFoundError: a file is missing.
+        ValueError: a column is missing, a value is not a finite number, ``t``
+            is not increasing and uniformly sampled, or the two files'
+            sampling periods differ by more than 1%.
+    """
+    folder = os.fspath(path)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(
+            f"No such folder: {folder!r}; expected the folder holding {' and '.join(EMPS_FILES)}."
+        )
+    full = _emps_record(os.path.join(folder, EMPS_FILES[0]), "emps/estimation")
+    test = _emps_record(os.path.join(folder, EMPS_FILES[1]), "emps/test")
+    if abs(test.ts - full.ts) > _EMPS_TS_TOLERANCE * full.ts:
+        raise ValueError(
+            f"The sampling periods of {EMPS_FILES[0]} ({full.ts:.6g} s) and {EMPS_FILES[1]} "
+            f"({test.ts:.6g} s) in {folder!r} differ; expected the same period."
+        )
+    estimation, validation = _split_estimation(full, validation_fraction, "emps")
+    return SysIdData(estimation, validation, test, protocol=PROTOCOLS["emps"])
+
+
+# --------------------------------------------------------------------------- by name
+
+_FILE_LOADERS = {
+    "cascaded_tanks": load_cascaded_tanks,
+    "wh2009": load_wh2009,
+    "emps": load_emps,
+}
+
+
+def load_benchmark(
+    name: str, path: str | os.PathLike, validation_fraction: float = 0.2
+) -> SysIdData:
+    """A measured benchmark by name, from its files under ``path``.
+
+    ``name`` is ``"cascaded_tanks"`` (:func:`load_cascaded_tanks`),
+    ``"wh2009"`` (:func:`load_wh2009`) or ``"emps"`` (:func:`load_emps`);
+    ``path`` and ``validation_fraction`` are passed on. The returned
+    :class:`SysIdData` carries the benchmark's protocol.
+
+    Raises:
+        ValueError: unknown ``name`` (the message lists the known ones), or
+            any error of the loader.
+    """
+    if name not in _FILE_LOADERS:
+        raise ValueError(
+            f"Unknown benchmark {name!r} for load_benchmark; expected one of "
+            f"{sorted(_FILE_LOADERS)}."
+        )
+    return _FILE_LOADERS[name](path, validation_fraction=validation_fraction)
 
 
 # --------------------------------------------------------------------------- nonlinear-benchmarks
@@ -82,6 +350,33 @@ _BENCHMARK_LOADERS = {
     "wiener_hammerstein": "WienerHammerBenchMark",
     "emps": "EMPS",
 }
+_BENCHMARK_PROTOCOLS = {  # name here -> key of PROTOCOLS
+    "cascaded_tanks": "cascaded_tanks",
+    "silverbox": "silverbox",
+    "wiener_hammerstein": "wh2009",
+    "emps": "emps",
+}
+
+
+def _benchmark_protocol(name: str, test: Any) -> Protocol:
+    """The table's protocol for ``name``, with ``n_initial`` taken from the test object.
+
+    The package sets ``state_initialization_window_length`` on its test
+    records (its value has changed between releases); without one the
+    table's ``n_initial`` is kept.
+    """
+    protocol = PROTOCOLS[_BENCHMARK_PROTOCOLS[name]]
+    n = getattr(test, "state_initialization_window_length", None)
+    if n is None:
+        return protocol
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(
+            f"The test record's `state_initialization_window_length` must be a non-negative "
+            f"integer; received {n!r}."
+        )
+    if int(n) == protocol.n_initial:
+        return protocol
+    return dataclasses.replace(protocol, n_initial=int(n))
 
 
 def _record_from_benchmark(data: Any, name: str | None = None) -> Record:
@@ -131,10 +426,21 @@ def load_nonlinear_benchmark(
     data on first use into its cache (``dir_placement`` overrides the cache
     folder).
 
+    The result carries the benchmark's protocol (``PROTOCOLS`` entry
+    ``"cascaded_tanks"``, ``"silverbox"``, ``"wh2009"`` or ``"emps"``) with
+    ``n_initial`` taken from the test record's
+    ``state_initialization_window_length`` when the package sets it (its
+    value depends on the package release).
+
+    Returns:
+        :class:`SysIdData` with ``u`` ``(N, n_inputs)`` and ``y``
+        ``(N, n_outputs)`` (1-D signals become one channel).
+
     Raises:
         ImportError: the package is not installed
             (``pip install nonlinear-benchmarks``).
-        ValueError: unknown ``name``.
+        ValueError: unknown ``name``, or an invalid
+            ``state_initialization_window_length``.
     """
     if name not in _BENCHMARK_LOADERS:
         raise ValueError(
@@ -155,7 +461,8 @@ def load_nonlinear_benchmark(
         atleast_2d=True,
     )
     full = _record_from_benchmark(_single(train, 0, "train"), name=f"{name}/estimation")
-    estimation, validation = full.split(validation_fraction)
-    validation = dataclasses.replace(validation, name=f"{name}/validation")
-    test = _record_from_benchmark(_single(test, test_index, "test_index"), name=f"{name}/test")
-    return SysIdData(estimation, validation, test)
+    estimation, validation = _split_estimation(full, validation_fraction, name)
+    test_data = _single(test, test_index, "test_index")
+    protocol = _benchmark_protocol(name, test_data)
+    test = _record_from_benchmark(test_data, name=f"{name}/test")
+    return SysIdData(estimation, validation, test, protocol=protocol)

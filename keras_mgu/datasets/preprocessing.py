@@ -104,9 +104,8 @@ class Normalizer:
     def transform(self, data: Record | SysIdData) -> Record | SysIdData:
         """Normalised copy of a Record (or of every record of a SysIdData)."""
         if isinstance(data, SysIdData):
-            return SysIdData(
-                *(self.transform(r) for r in (data.estimation, data.validation, data.test))
-            )
+            records = (self.transform(r) for r in (data.estimation, data.validation, data.test))
+            return SysIdData(*records, protocol=data.protocol)
         if not isinstance(data, Record):
             raise TypeError(f"transform expects a Record or SysIdData; got {type(data).__name__}.")
         return dataclasses.replace(data, u=self.transform_u(data.u), y=self.transform_y(data.y))

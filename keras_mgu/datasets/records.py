@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from keras_mgu.datasets.protocols import Protocol
+
 __all__ = ["Record", "SysIdData"]
 
 
@@ -162,17 +164,26 @@ class SysIdData:
     All three must have the same input/output channels. The validation record
     may be carved from the end of the estimation experiment (see
     :meth:`Record.split`).
+
+    ``protocol`` (optional) is the benchmark's :class:`Protocol`: how the test
+    record is scored (``n_initial``, unit and scale of the published figures).
+    Loaders of measured benchmarks attach it; it is ``None`` otherwise.
     """
 
     estimation: Record
     validation: Record
     test: Record
+    protocol: Protocol | None = None
 
     def __post_init__(self) -> None:
         records = {"estimation": self.estimation, "validation": self.validation, "test": self.test}
         for field, rec in records.items():
             if not isinstance(rec, Record):
                 raise TypeError(f"`{field}` must be a Record; received {type(rec).__name__}.")
+        if self.protocol is not None and not isinstance(self.protocol, Protocol):
+            raise TypeError(
+                f"`protocol` must be a Protocol or None; received {type(self.protocol).__name__}."
+            )
         ref = self.estimation
         for field, rec in records.items():
             if (rec.n_inputs, rec.n_outputs) != (ref.n_inputs, ref.n_outputs):
@@ -180,3 +191,11 @@ class SysIdData:
                     f"The {field} record has {rec.n_inputs} input(s) and {rec.n_outputs} "
                     f"output(s) but the estimation record has {ref.n_inputs} and {ref.n_outputs}."
                 )
+
+    @property
+    def n_initial(self) -> int | None:
+        """Measured test outputs a model may use to set its state (``protocol.n_initial``).
+
+        ``None`` when no protocol is attached.
+        """
+        return None if self.protocol is None else self.protocol.n_initial

@@ -1,19 +1,25 @@
-"""Tests of keras_mgu.datasets.benchmarks: the Cascaded Tanks file and nonlinear-benchmarks."""
+"""Tests of keras_mgu.datasets.benchmarks: the benchmark files and nonlinear-benchmarks."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import time
 import types
 
 import numpy as np
 import pytest
 
-from keras_mgu.datasets import benchmarks as bm
 from keras_mgu.datasets import (
+    PROTOCOLS,
+    load_benchmark,
     load_cascaded_tanks,
+    load_emps,
     load_nonlinear_benchmark,
+    load_wh2009,
 )
+from keras_mgu.datasets import benchmarks as bm
 from tests.datasets.common import write_file
 
 # --------------------------------------------------------------------------- Cascaded Tanks file
@@ -44,6 +50,7 @@ def test_load_cascaded_tanks_synthetic_file(tmp_path):
         np.testing.assert_array_equal(d.test.y[:, 0], data[:, 3])
         assert d.estimation.ts == d.validation.ts == d.test.ts == 4.0
         assert d.test.name == "cascaded_tanks/test"
+        assert d.protocol is PROTOCOLS["cascaded_tanks"] and d.n_initial == 5
     assert load_cascaded_tanks(path, validation_fraction=0.5).validation.n_samples == 25
 
 
@@ -76,6 +83,224 @@ def test_load_cascaded_tanks_real_file(shared_data_dir):
         [3.2567, 0.97619, 5.205, 4.9728],
     )
     assert d.test.y.max() == 10.0 and d.validation.u.shape == (205, 1)
+
+
+# ------------------------------------------------------------------------- Wiener-Hammerstein file
+
+_WH_HEADER = '"uBenchMark","yBenchMark","fs",\n'
+
+
+def _write_wh(path, n_rows: int, fs: str = "51200") -> str:
+    """The benchmark's layout (trailing commas, fs in the first row) with u = k, y = 2k + 1."""
+    k = np.arange(n_rows)
+    with open(path, "w", newline="") as f:
+        f.write(_WH_HEADER)
+        f.write(f"0,1,{fs},\n")
+        np.savetxt(f, np.stack([k[1:], 2 * k[1:] + 1], axis=1), fmt="%d,%d,,")
+        f.write("\n")  # the published file ends with a blank line
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def wh_file(tmp_path_factory):
+    """A file with exactly the 184,000 samples the protocol needs."""
+    start = time.perf_counter()
+    path = _write_wh(tmp_path_factory.mktemp("wh") / "WienerHammerBenchmark.csv", 184_000)
+    assert time.perf_counter() - start < 2.0  # the file must stay cheap to write
+    return path
+
+
+def test_load_wh2009_split(wh_file):
+    for source in (wh_file, os.path.dirname(wh_file)):  # the file itself or its folder
+        d = load_wh2009(source)
+        assert (d.estimation.n_samples, d.validation.n_samples, d.test.n_samples) == (
+            80_000,
+            20_000,
+            78_800,
+        )
+        assert d.estimation.u.shape == (80_000, 1) and d.test.y.shape == (78_800, 1)
+        # Sample k of the file has u = k, y = 2k + 1.
+        assert (d.estimation.u[0, 0], d.estimation.y[0, 0]) == (5200.0, 10401.0)
+        assert (d.estimation.u[-1, 0], d.validation.u[0, 0]) == (85_199.0, 85_200.0)
+        assert (d.validation.u[-1, 0], d.test.u[0, 0]) == (105_199.0, 105_200.0)
+        assert (d.test.u[-1, 0], d.test.y[-1, 0]) == (183_999.0, 367_999.0)
+        assert d.estimation.ts == d.validation.ts == d.test.ts == 1 / 51200
+        assert d.protocol is PROTOCOLS["wh2009"] and d.n_initial == 50
+        assert [r.name for r in (d.estimation, d.validation, d.test)] == [
+            "wh2009/estimation",
+            "wh2009/validation",
+            "wh2009/test",
+        ]
+        assert d.test.input_names == ("u",) and d.test.output_names == ("y",)
+    assert load_wh2009(wh_file, validation_fraction=0.5).validation.n_samples == 50_000
+    assert load_benchmark("wh2009", wh_file).test.n_samples == 78_800
+
+
+def test_load_wh2009_sampling_rate_from_file(tmp_path, wh_file):
+    text = open(wh_file).read().replace(",1,51200,", ",1,1000,", 1)
+    d = load_wh2009(write_file(tmp_path / "wh.csv", text))
+    assert d.test.ts == 0.001 and d.estimation.ts == 0.001
+
+
+@pytest.mark.parametrize(
+    "edit, error, match",
+    [
+        (lambda t: t.replace('"yBenchMark"', '"yBench"'), ValueError, "'yBenchMark' not found"),
+        (lambda t: t.replace('"fs",', '"Fs",'), ValueError, "'fs' not found"),
+        (lambda t: t.replace(",1,51200,", ",1,,", 1), ValueError, "'fs'.*positive.*first"),
+        (lambda t: t.replace(",1,51200,", ",1,-3,", 1), ValueError, "'fs'.*positive"),
+        (lambda t: t.replace("\n7,15,,", "\nnan,15,,"), ValueError, "Non-finite.*'uBenchMark'.*7"),
+        (lambda t: t.replace("\n9,19,,", "\n9,abc,,"), ValueError, "number in every row.*abc"),
+        (lambda t: t.replace("\n9,19,,", "\n9,,,"), ValueError, "number in every row"),
+        (lambda t: _WH_HEADER, ValueError, "header but no data rows"),
+        (lambda t: "", ValueError, "empty"),
+        (lambda t: t, ValueError, "1000 samples.*at least 184000.*105200:184000"),
+    ],
+)
+def test_load_wh2009_errors(tmp_path, edit, error, match):
+    text = open(_write_wh(tmp_path / "small.csv", 1000)).read()
+    with pytest.raises(error, match=match):
+        load_wh2009(write_file(tmp_path / "edited.csv", edit(text)))
+
+
+def test_load_wh2009_one_sample_short(tmp_path, wh_file):
+    lines = open(wh_file).read().rstrip("\n").split("\n")
+    short = write_file(tmp_path / "short.csv", "\n".join(lines[:-1]) + "\n")
+    with pytest.raises(ValueError, match="183999 samples.*at least 184000"):
+        load_wh2009(short)
+
+
+def test_load_wh2009_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="WienerHammerBenchmark.csv"):
+        load_wh2009(tmp_path)  # a folder without the file
+    with pytest.raises(FileNotFoundError, match="nothing.csv"):
+        load_wh2009(tmp_path / "nothing.csv")
+
+
+def test_load_wh2009_real_file(shared_data_dir):
+    path = os.path.join(shared_data_dir, "wh2009", "WienerHammerBenchmark.csv")
+    if not os.path.isfile(path):
+        pytest.skip("the Wiener-Hammerstein benchmark file is not beside this checkout")
+    d = load_wh2009(os.path.dirname(path))
+    assert d.estimation.n_samples + d.validation.n_samples == 100_000
+    assert d.test.n_samples == 78_800 and d.test.ts == 1 / 51200
+    # Data rows 5200 and 183999 of the file (0-based).
+    np.testing.assert_allclose([d.estimation.u[0, 0], d.estimation.y[0, 0]], [-0.034678, -0.11124])
+    np.testing.assert_allclose([d.test.u[-1, 0], d.test.y[-1, 0]], [-1.1584, -0.070385])
+
+
+# --------------------------------------------------------------------------- EMPS files
+
+
+def _write_emps(folder, n: int = 50, ts: float = 0.001, pulses_ts: float | None = None) -> str:
+    """DATA_EMPS.csv (vir = k, qm = k / 1000) and DATA_EMPS_PULSES.csv (vir = -k)."""
+    os.makedirs(folder, exist_ok=True)
+    k = np.arange(n, dtype=float)
+    qg = np.zeros(n)
+    est = np.stack([k * ts, k, k / 1000, qg], axis=1)
+    test_ts = ts if pulses_ts is None else pulses_ts
+    test = np.stack([k * test_ts, -k, -k / 1000, qg, np.ones(n)], axis=1)
+    for name, data, header in (
+        ("DATA_EMPS.csv", est, "t,vir,qm,qg"),
+        ("DATA_EMPS_PULSES.csv", test, "t,vir,qm,qg,pulses_N"),
+    ):
+        path = os.path.join(folder, name)
+        np.savetxt(path, data, fmt="%.10g", delimiter=",", header=header, comments="")
+    return str(folder)
+
+
+def test_load_emps_split(tmp_path):
+    folder = _write_emps(tmp_path / "emps")
+    for d in (load_emps(folder), load_benchmark("emps", folder)):
+        assert (d.estimation.n_samples, d.validation.n_samples, d.test.n_samples) == (40, 10, 50)
+        assert d.estimation.u.shape == (40, 1) and d.test.y.shape == (50, 1)
+        np.testing.assert_array_equal(d.estimation.u[:, 0], np.arange(40.0))
+        np.testing.assert_allclose(d.validation.y[:, 0], np.arange(40.0, 50.0) / 1000)
+        np.testing.assert_array_equal(d.test.u[:, 0], -np.arange(50.0))
+        assert d.estimation.ts == pytest.approx(0.001, rel=1e-12) and d.test.ts == d.estimation.ts
+        assert d.protocol is PROTOCOLS["emps"] and d.n_initial == 20
+        assert d.test.input_names == ("force",) and d.test.output_names == ("position",)
+        assert [r.name for r in (d.estimation, d.validation, d.test)] == [
+            "emps/estimation",
+            "emps/validation",
+            "emps/test",
+        ]
+    assert load_emps(folder, validation_fraction=0.5).validation.n_samples == 25
+
+
+def _edit_file(path, old: str, new: str) -> None:
+    text = open(path).read()
+    assert old in text
+    write_file(path, text.replace(old, new, 1))
+
+
+def test_load_emps_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="DATA_EMPS.csv and DATA_EMPS_PULSES.csv"):
+        load_emps(tmp_path / "nowhere")
+    folder = _write_emps(tmp_path / "a")
+    os.remove(os.path.join(folder, "DATA_EMPS_PULSES.csv"))
+    with pytest.raises(FileNotFoundError, match="DATA_EMPS_PULSES.csv"):
+        load_emps(folder)
+
+    folder = _write_emps(tmp_path / "b")
+    _edit_file(os.path.join(folder, "DATA_EMPS.csv"), "t,vir,qm,qg", "t,vir,q,qg")
+    with pytest.raises(ValueError, match="'qm' not found.*'qg'"):
+        load_emps(folder)
+
+    folder = _write_emps(tmp_path / "c")
+    _edit_file(os.path.join(folder, "DATA_EMPS_PULSES.csv"), "\n0.003,-3,", "\n0.003,nan,")
+    with pytest.raises(ValueError, match="Non-finite.*'vir'.*DATA_EMPS_PULSES.csv.*sample 3"):
+        load_emps(folder)
+
+    with pytest.raises(ValueError, match="sampling periods.*differ"):
+        load_emps(_write_emps(tmp_path / "d", pulses_ts=0.002))
+    with pytest.raises(ValueError, match="'t'.*must increase"):
+        load_emps(_write_emps(tmp_path / "e", ts=-0.001))
+
+    folder = _write_emps(tmp_path / "f")
+    path = os.path.join(folder, "DATA_EMPS.csv")
+    t = np.loadtxt(path, delimiter=",", skiprows=1)
+    t[10:, 0] += 0.0005  # one step of 1.5 ms
+    np.savetxt(path, t, delimiter=",", header="t,vir,qm,qg", comments="")
+    with pytest.raises(ValueError, match="not uniformly sampled"):
+        load_emps(folder)
+
+    folder = _write_emps(tmp_path / "g", n=1)
+    with pytest.raises(ValueError, match="1 sample.*at least 2"):
+        load_emps(folder)
+
+
+def test_load_emps_real_files(shared_data_dir):
+    folder = os.path.join(shared_data_dir, "emps")
+    if not all(os.path.isfile(os.path.join(folder, f)) for f in bm.EMPS_FILES):
+        pytest.skip("the EMPS benchmark files are not beside this checkout")
+    d = load_emps(folder)
+    assert d.estimation.n_samples + d.validation.n_samples == 24_841
+    assert d.test.n_samples == 24_841
+    assert d.estimation.ts == pytest.approx(0.001, rel=1e-9)
+    assert d.test.ts == pytest.approx(0.001, rel=1e-9)
+    # First row of DATA_EMPS.csv: t 0, vir 2.5386..., qm 7.45e-06.
+    np.testing.assert_allclose([d.estimation.u[0, 0], d.estimation.y[0, 0]], [2.53862809, 7.45e-6])
+    assert 0.05 < float(np.std(d.test.y)) < 0.12  # metres; the README gives 82.7 mm
+
+
+# --------------------------------------------------------------------------- by name
+
+
+def test_load_benchmark_by_name(tmp_path, shared_data_dir):
+    with pytest.raises(
+        ValueError, match=r"Unknown benchmark 'silverbox'.*'cascaded_tanks'.*'wh2009'"
+    ):
+        load_benchmark("silverbox", tmp_path)
+    text, _ = _benchmark_csv(20)
+    folder = tmp_path / "tanks"
+    folder.mkdir()
+    write_file(folder / "dataBenchmark.csv", text)
+    d = load_benchmark("cascaded_tanks", folder, validation_fraction=0.25)
+    assert d.validation.n_samples == 5 and d.protocol.name == "cascaded_tanks"
+    shutil.rmtree(folder)
+    with pytest.raises(FileNotFoundError):
+        load_benchmark("cascaded_tanks", folder)
 
 
 # --------------------------------------------------------------------------- nonlinear-benchmarks
@@ -117,11 +342,61 @@ def test_nonlinear_benchmark_dispatch(monkeypatch):
     np.testing.assert_array_equal(d.validation.u[0], [75.0])
     np.testing.assert_array_equal(d.test.y[:, 0], 2.0 * (np.arange(30) + 1000.0))
     assert d.test.ts == 4.0 and d.validation.name == "cascaded_tanks/validation"
+    # No state_initialization_window_length on the test object: the table's protocol.
+    assert d.protocol is PROTOCOLS["cascaded_tanks"] and d.n_initial == 5
 
     d = load_nonlinear_benchmark("silverbox", test_index=2)
     assert d.test.n_samples == 22 and d.test.u[0, 0] == 200.0 and d.estimation.ts == 0.5
     with pytest.raises(ValueError, match="test_index"):
         load_nonlinear_benchmark("silverbox", test_index=3)
+
+
+def _fake_package(monkeypatch, **windows):
+    """A fake package whose test objects carry the given state_initialization_window_length."""
+
+    def test_object(window):
+        u = np.linspace(0.0, 1.0, 40)[:, None]
+        obj = types.SimpleNamespace(u=u, y=u**2, sampling_time=0.5, name="test")
+        if window is not None:
+            obj.state_initialization_window_length = window
+        return obj
+
+    def loader(window, several=False):
+        train = types.SimpleNamespace(u=np.zeros((60, 1)), y=np.ones((60, 1)), sampling_time=0.5)
+        test = tuple(test_object(window) for _ in range(3)) if several else test_object(window)
+        return lambda **kwargs: (train, test)
+
+    fake = types.ModuleType("nonlinear_benchmarks")
+    fake.Cascaded_Tanks = loader(windows.get("cascaded_tanks"))
+    fake.WienerHammerBenchMark = loader(windows.get("wiener_hammerstein"))
+    fake.EMPS = loader(windows.get("emps"))
+    fake.Silverbox = loader(windows.get("silverbox"), several=True)
+    monkeypatch.setitem(sys.modules, "nonlinear_benchmarks", fake)
+
+
+def test_nonlinear_benchmark_protocol_from_window_length(monkeypatch):
+    _fake_package(
+        monkeypatch, cascaded_tanks=50, wiener_hammerstein=np.int64(50), emps=20, silverbox=7
+    )
+    # The package's value wins over the table (5 for Cascaded Tanks; 50 in some releases).
+    d = load_nonlinear_benchmark("cascaded_tanks")
+    assert d.n_initial == 50 and d.protocol.name == "cascaded_tanks"
+    assert d.protocol.unit == "V" and d.protocol.published == PROTOCOLS["cascaded_tanks"].published
+    assert PROTOCOLS["cascaded_tanks"].n_initial == 5  # the table is left alone
+    # Names map onto the table: wiener_hammerstein -> wh2009.
+    d = load_nonlinear_benchmark("wiener_hammerstein")
+    assert d.protocol is PROTOCOLS["wh2009"] and type(d.n_initial) is int
+    assert load_nonlinear_benchmark("emps").protocol is PROTOCOLS["emps"]
+    d = load_nonlinear_benchmark("silverbox", test_index=1)
+    assert d.protocol.name == "silverbox" and d.n_initial == 7 and d.protocol.unit == "mV"
+
+
+def test_nonlinear_benchmark_protocol_fallback_and_errors(monkeypatch):
+    _fake_package(monkeypatch, emps=None, wiener_hammerstein=-1, cascaded_tanks="5")
+    assert load_nonlinear_benchmark("emps").n_initial == 20  # None: the table's n
+    for name in ("wiener_hammerstein", "cascaded_tanks"):
+        with pytest.raises(ValueError, match="state_initialization_window_length.*non-negative"):
+            load_nonlinear_benchmark(name)
 
 
 def test_nonlinear_benchmark_object_mapping():
