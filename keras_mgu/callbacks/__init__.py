@@ -6,11 +6,20 @@
   the model every N training batches (or at each epoch end) with a weighted sum
   of logged metrics, keeps the best weights, optionally stops early and
   checkpoints the best model atomically.
+* :mod:`~keras_mgu.callbacks.budget`: ``TimeBudget`` ends ``fit`` within a
+  wall-time budget and shortens a ``LearningRateDecayPoints`` schedule with it.
 
 Both work on the TensorFlow, JAX and PyTorch backends.
 """
 
+from keras_mgu.callbacks.budget import TimeBudget
 from keras_mgu.callbacks.decay import LearningRateDecayPoints, decay_epochs
 from keras_mgu.callbacks.early_stopping import SAVE_SUFFIXES, WeightedEarlyStopping
 
-__all__ = ["SAVE_SUFFIXES", "LearningRateDecayPoints", "WeightedEarlyStopping", "decay_epochs"]
+__all__ = [
+    "SAVE_SUFFIXES",
+    "LearningRateDecayPoints",
+    "TimeBudget",
+    "WeightedEarlyStopping",
+    "decay_epochs",
+]

@@ -4,8 +4,16 @@
   :class:`LearnedInitialState` layer.
 * :mod:`~keras_mgu.sysid.windows`: :class:`TrainingWindows`, the training
   batches cut from an estimation record.
+* :mod:`~keras_mgu.sysid.config`: :class:`RecipeConfig` and the rules that
+  derive its open settings from the record.
+* :mod:`~keras_mgu.sysid.linear`: :class:`LinearModel`, the ARX model fitted
+  first, and :func:`select_linear_model`.
 * :mod:`~keras_mgu.sysid.recipe`: :func:`identify` (restarts, selection on
-  validation), :func:`train_simulator` (one run) and :class:`RecipeConfig`.
+  validation) and :func:`train_simulator` (one run).
+* :mod:`~keras_mgu.sysid.identification`: :class:`Identification`, the
+  result: simulation from a learned or estimated initial state.
+* :mod:`~keras_mgu.sysid.state`: the state of a new experiment from its first
+  measured samples.
 * :mod:`~keras_mgu.sysid.scoring`: :func:`score` and :func:`rmse` under the
   ``"all"`` and ``"benchmark"`` conventions.
 
@@ -15,30 +23,34 @@ Example::
 
     data = datasets.simulate_cascaded_tanks(seed=0)
     result = sysid.identify(data, restarts=3)
+    y_sim = result.simulate(data.test.u, y_initial=data.test.y[:5])
     print(result.score(data.test), result.score(data.test, "benchmark"))
 """
 
+from keras_mgu.sysid.config import RecipeConfig
+from keras_mgu.sysid.identification import Identification, SignalPath
+from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.model import LearnedInitialState, build_simulator
-from keras_mgu.sysid.recipe import (
-    Identification,
-    RecipeConfig,
-    RunResult,
-    identify,
-    train_simulator,
-)
+from keras_mgu.sysid.recipe import RunResult, identify, prepare, train_simulator
 from keras_mgu.sysid.scoring import CONVENTIONS, rmse, score
+from keras_mgu.sysid.state import fit_initial_state
 from keras_mgu.sysid.windows import TrainingWindows
 
 __all__ = [
     "CONVENTIONS",
     "Identification",
     "LearnedInitialState",
+    "LinearModel",
     "RecipeConfig",
     "RunResult",
+    "SignalPath",
     "TrainingWindows",
     "build_simulator",
+    "fit_initial_state",
     "identify",
+    "prepare",
     "rmse",
     "score",
+    "select_linear_model",
     "train_simulator",
 ]

@@ -1,129 +1,55 @@
 """The identification recipe: train simulation models on an estimation record, keep the best.
 
-One run (:func:`train_simulator`):
+One run (:func:`train_simulator`), on records as the network sees them:
 
-1. Build :func:`~keras_mgu.sysid.model.build_simulator` (MGU, learned initial
-   state, linear path) with the run's seed.
-2. Train it with ``model.fit`` on :class:`~keras_mgu.sysid.windows.TrainingWindows`
-   of the standardised estimation record: Adam with decoupled weight decay
-   (AdamW) and optional gradient-norm clipping, the learning rate cut at fixed
-   fractions of the run
-   (:class:`~keras_mgu.callbacks.LearningRateDecayPoints`).
+1. Build :func:`~keras_mgu.sysid.model.build_simulator` (MGU, linear path;
+   a learned initial state, or an encoder of the samples before each window)
+   with the run's seed.
+2. Train it with ``model.fit`` on :class:`~keras_mgu.sysid.windows.TrainingWindows`:
+   Adam with decoupled weight decay (AdamW), the learning rate cut at fixed
+   fractions of the run (:class:`~keras_mgu.callbacks.LearningRateDecayPoints`),
+   within a time budget (:class:`~keras_mgu.callbacks.TimeBudget`).
 3. Every ``iterations / validation_checks`` iterations, simulate the
    validation record free-run and keep the weights with the best score
    (:class:`~keras_mgu.callbacks.WeightedEarlyStopping`).
 
 :func:`identify` standardises the data (statistics of the estimation record
-only), trains ``restarts`` runs from different seeds and keeps the one with the
-best *validation* score. The test record is never seen by any of it.
+only), fits a linear model first where it explains the validation record
+(:mod:`~keras_mgu.sysid.linear`), derives the settings the config leaves open
+from the record (:mod:`~keras_mgu.sysid.config`), trains ``restarts`` runs
+from different seeds and keeps the one with the best *validation* score. The
+test record is never seen by any of it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import keras
 import numpy as np
 
-from keras_mgu.callbacks import LearningRateDecayPoints, WeightedEarlyStopping
+from keras_mgu.callbacks import LearningRateDecayPoints, TimeBudget, WeightedEarlyStopping
 from keras_mgu.datasets import Normalizer, Record, SysIdData
+from keras_mgu.sysid.config import RecipeConfig
+from keras_mgu.sysid.identification import Identification, SignalPath
+from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.model import build_simulator
-from keras_mgu.sysid.scoring import score
 from keras_mgu.sysid.windows import TrainingWindows
 
-__all__ = ["Identification", "RecipeConfig", "RunResult", "identify", "train_simulator"]
-
-#: Records up to this many estimation samples train on the whole record at once.
-WHOLE_RECORD_MAX = 2048
-#: Window length for longer records.
-LONG_RECORD_WINDOW = 1024
-
-
-@dataclasses.dataclass(frozen=True)
-class RecipeConfig:
-    """Settings of the recipe; ``None`` fields are derived from the record length.
-
-    Attributes:
-        cell: Recurrent layer: ``"mgu"``, or ``"gru"``/``"lstm"`` to compare.
-        units: State size of each stacked MGU layer.
-        linear_path: Add the linear input-to-output path.
-        iterations: Gradient steps per run.
-        learning_rate: Adam's initial learning rate.
-        clipnorm: Gradient-norm clipping (``None``: off).
-        weight_decay: Decoupled weight decay (AdamW): every step multiplies the
-            weights by ``1 - learning_rate * weight_decay`` (``0``: plain Adam).
-        decay_points, decay_rate: The learning rate is multiplied by
-            ``decay_rate`` at these fractions of the run.
-        window: Training window length. ``None``: the whole estimation record
-            when it has at most ``WHOLE_RECORD_MAX`` samples, else
-            ``LONG_RECORD_WINDOW``.
-        batch_size: Windows per batch (1 when the window is the whole record).
-        washout: Unscored leading samples of windows that start after the
-            record's start. ``None``: a quarter of the window.
-        steps_per_epoch: Iterations per Keras epoch (one progress line each).
-        validation_checks: How many times a run scores the validation record.
-        validation_continues: The validation record continues the estimation
-            record (as :meth:`Record.split` cuts it): the two are simulated
-            together from the learned initial state and the score is the RMSE
-            over both. ``False``: the validation record is simulated on its
-            own, its first ``washout`` samples unscored.
-        score_weights: Weights of :class:`WeightedEarlyStopping`'s score
-            (``val_rmse``: validation RMSE, standardised units).
-    """
-
-    cell: str = "mgu"
-    units: tuple[int, ...] = (32,)
-    linear_path: bool = True
-    iterations: int = 2000
-    learning_rate: float = 0.01
-    clipnorm: float | None = None
-    weight_decay: float = 0.1
-    decay_points: tuple[float, ...] = (0.5, 0.8)
-    decay_rate: float = 0.3
-    window: int | None = None
-    batch_size: int = 16
-    washout: int | None = None
-    steps_per_epoch: int = 100
-    validation_checks: int = 100
-    validation_continues: bool = True
-    score_weights: Mapping[str, float] = dataclasses.field(
-        default_factory=lambda: {"val_rmse": 1.0}
-    )
-
-    def resolved(self, n_samples: int) -> RecipeConfig:
-        """A copy with ``window`` and ``washout`` set for an ``n_samples`` record."""
-        for name in ("iterations", "batch_size", "steps_per_epoch", "validation_checks"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
-        decay = self.weight_decay
-        if isinstance(decay, bool) or not isinstance(decay, (int, float)) or not decay >= 0:
-            raise ValueError(f"`weight_decay` must be a number >= 0; received {decay!r}.")
-        window = self.window
-        if window is None:
-            window = min(n_samples, LONG_RECORD_WINDOW)
-            window = n_samples if n_samples <= WHOLE_RECORD_MAX else window
-        elif isinstance(window, bool) or not isinstance(window, int) or window < 2:
-            raise ValueError(f"`window` must be an integer >= 2; received {window!r}.")
-        elif window > n_samples:
-            raise ValueError(
-                f"The estimation record has {n_samples} samples, fewer than the training window "
-                f"of {window}; choose a window of at most {n_samples} samples (or None)."
-            )
-        washout = window // 4 if self.washout is None else self.washout
-        if isinstance(washout, bool) or not isinstance(washout, int) or not 0 <= washout < window:
-            raise ValueError(
-                f"`washout` must be an integer in [0, window={window}); received {washout!r}."
-            )
-        return dataclasses.replace(self, window=window, washout=washout)
-
+__all__ = ["RunResult", "identify", "prepare", "train_simulator"]
 
 @dataclasses.dataclass
 class RunResult:
-    """One trained run: its model, seed and validation score (standardised units)."""
+    """One trained run: its model, seed and validation scores.
+
+    ``validation_score`` is the early-stopping score (the network's units);
+    ``validation_rmse`` is the RMSE of the validation record alone in the
+    estimation record's standardised output units, the same for every
+    structure (with or without the linear model), set by :func:`identify`.
+    """
 
     model: keras.Model
     seed: int
@@ -131,6 +57,7 @@ class RunResult:
     best_iteration: int
     seconds: float
     stopper: WeightedEarlyStopping
+    validation_rmse: float = float("nan")
 
 
 def _check_record(record: Any, what: str, min_samples: int = 2) -> Record:
@@ -145,24 +72,43 @@ def _check_record(record: Any, what: str, min_samples: int = 2) -> Record:
 
 
 def _validation_data(estimation: Record, validation: Record, config: RecipeConfig):
-    """``(u, y, weights)``: one sequence whose weighted free-run RMSE is the validation score.
+    """``(x, y, weights)``: one sequence whose weighted free-run RMSE is the validation score.
 
     A continuing validation record is simulated after the estimation record
     from the learned initial state, and the score is the RMSE over both: the
     free-run error of the whole experiment, whose last part training never
-    saw. A separate validation record is simulated on its own, its first
-    ``washout`` samples unscored.
+    saw. A separate validation record is simulated on its own: with the
+    encoder, from the state its first ``n_initial`` samples give (the rest
+    scored); else from the learned state, its first ``washout`` samples
+    unscored.
     """
+    as32 = lambda a: np.asarray(a, dtype="float32")[None]  # noqa: E731
     if config.validation_continues:
         u = np.concatenate([estimation.u, validation.u])
         y = np.concatenate([estimation.y, validation.y])
-        weights = np.ones(len(u), dtype="float32")
     else:
         u, y = validation.u, validation.y
-        weights = np.ones(len(u), dtype="float32")
+    if config.initial_state == "encoder":
+        lag = config.n_initial
+        if len(u) <= lag:
+            raise ValueError(
+                f"The validation record has {len(u)} samples; the encoder reads {lag}, so it "
+                f"needs more than {lag}."
+            )
+        x = (as32(u[:lag]), as32(y[:lag]), as32(u[lag:]))
+        return x, as32(y[lag:]), np.ones((1, len(u) - lag), dtype="float32")
+    weights = np.ones(len(u), dtype="float32")
+    if not config.validation_continues:
         weights[: min(config.washout, len(u) - 1)] = 0.0
-    as32 = lambda a: np.asarray(a, dtype="float32")[None]  # noqa: E731
     return as32(u), as32(y), weights[None]
+
+
+def _windows(estimation: Record, config: RecipeConfig, seed: int) -> TrainingWindows:
+    history = config.n_initial if config.initial_state == "encoder" else 0
+    return TrainingWindows(
+        estimation.u, estimation.y, config.window, config.batch_size,
+        config.steps_per_epoch, config.washout, seed=seed, history=history,
+    )  # fmt: skip
 
 
 def train_simulator(
@@ -172,32 +118,33 @@ def train_simulator(
     seed: int = 0,
     verbose: int | str = 0,
     callbacks: Sequence[keras.callbacks.Callback] = (),
+    time_budget: float | None = None,
 ) -> RunResult:
-    """Train one simulation model on *standardised* records (see :func:`identify`).
+    """Train one simulation model on records as the network sees them (see :func:`identify`).
 
     Args:
         estimation: Record to train on.
         validation: Record to score for early stopping and restart selection.
-        config: The recipe's settings (default :class:`RecipeConfig`).
+        config: The recipe's settings (default :class:`RecipeConfig`; open
+            fields are resolved for ``estimation``).
         seed: Seeds the weights and the window draws.
         verbose: ``model.fit``'s verbosity (``2``: one line per epoch).
         callbacks: Further Keras callbacks for ``fit``.
+        time_budget: Seconds for this run (default: the config's budget).
     """
-    config = (config or RecipeConfig()).resolved(_check_record(estimation, "estimation").n_samples)
+    n = _check_record(estimation, "estimation").n_samples
+    config = (config or RecipeConfig()).resolved(n)
     _check_record(validation, "validation", min_samples=1)
+    encoder = config.n_initial if config.initial_state == "encoder" else None
     model = build_simulator(
         estimation.n_inputs, estimation.n_outputs, config.units, config.linear_path,
-        seed=seed, cell=config.cell,
+        seed=seed, cell=config.cell, encoder_lag=encoder,
     )  # fmt: skip
     optimizer = keras.optimizers.AdamW(
         config.learning_rate, weight_decay=config.weight_decay, clipnorm=config.clipnorm
     )
     rmse = keras.metrics.RootMeanSquaredError(name="rmse")
     model.compile(optimizer, "mse", weighted_metrics=[rmse])
-    windows = TrainingWindows(
-        estimation.u, estimation.y, config.window, config.batch_size,
-        config.steps_per_epoch, config.washout, seed=seed,
-    )  # fmt: skip
     stopper = WeightedEarlyStopping(
         dict(config.score_weights),
         validation_data=_validation_data(estimation, validation, config),
@@ -205,49 +152,60 @@ def train_simulator(
         restore_best_weights=True,
     )
     schedule = LearningRateDecayPoints(config.decay_points, decay_rate=config.decay_rate)
+    budget = TimeBudget(time_budget or config.time_budget, schedule)
     epochs = max(1, -(-config.iterations // config.steps_per_epoch))
     start = time.perf_counter()
     model.fit(
-        windows, epochs=epochs, verbose=verbose, shuffle=False,  # windows are drawn at random
-        callbacks=[schedule, stopper, *callbacks],
+        _windows(estimation, config, seed), epochs=epochs, verbose=verbose,
+        shuffle=False,  # windows are drawn at random
+        callbacks=[schedule, budget, stopper, *callbacks],
     )  # fmt: skip
     return RunResult(
-        model, seed, float(stopper.best_score), int(stopper.best_iteration),
+        model, seed, float(stopper.best_score), int(stopper.best_iteration or 0),
         time.perf_counter() - start, stopper,
     )  # fmt: skip
 
 
-@dataclasses.dataclass
-class Identification:
-    """The result of :func:`identify`: the chosen model and every restart's score.
+def _network_records(path: SignalPath, data: SysIdData, continues: bool) -> tuple[Record, Record]:
+    """The estimation and validation records as the network sees them."""
+    est, val = data.estimation, data.validation
+    if not continues:
+        return path.record(est), path.record(val)
+    joined = path.record(
+        Record(np.concatenate([est.u, val.u]), np.concatenate([est.y, val.y]), est.ts)
+    )
+    return joined.slice(0, est.n_samples), joined.slice(est.n_samples, None)
 
-    ``simulate`` and ``score`` work in physical units.
+
+def prepare(data: SysIdData, config: RecipeConfig) -> tuple[SignalPath, RecipeConfig, list]:
+    """The signal path and the resolved settings for ``data``, and the linear models tried.
+
+    The linear model is fitted on the standardised estimation record and kept
+    when the config asks for it, or (``linear_prior=None``) when it explains
+    the validation record (:func:`~keras_mgu.sysid.linear.select_linear_model`).
     """
+    outer = Normalizer.fit(data.estimation)
+    est, val = outer.transform(data.estimation), outer.transform(data.validation)
+    draft = config.resolved(est.n_samples, data.n_initial)  # the validation layout
+    linear, table = None, []
+    if config.linear_prior is not False:
+        linear, table = select_linear_model(est, val, continues=draft.validation_continues)
+        if linear is None and config.linear_prior:
+            linear = LinearModel.fit(est.u, est.y, min(table, key=_val_rmse)["na"])
+    inner = None
+    if linear is not None:
+        y_lin = linear.simulate(est.u, est.y[0])
+        inner = Normalizer.fit(Record(np.concatenate([est.u, y_lin], axis=1), est.y - y_lin))
+    resolved = config.resolved(
+        est.n_samples, data.n_initial,
+        time_constant=None if linear is None else linear.time_constant,
+        linear_prior=linear is not None,
+    )  # fmt: skip
+    return SignalPath(outer, linear, inner), resolved, table
 
-    model: keras.Model
-    normalizer: Normalizer
-    runs: list[RunResult]
-    best: int
-    config: RecipeConfig
 
-    @property
-    def validation_scores(self) -> list[float]:
-        return [run.validation_score for run in self.runs]
-
-    def simulate(self, u: Any) -> np.ndarray:
-        """Free-run simulation ``(N, n_outputs)`` of inputs ``u`` ``(N, n_inputs)``."""
-        u = np.asarray(u, dtype=np.float64)
-        if u.ndim != 2 or u.shape[1] != len(self.normalizer.u_mean):
-            raise ValueError(
-                f"`u` must have shape (N, {len(self.normalizer.u_mean)}); received {u.shape}."
-            )
-        x = self.normalizer.transform_u(u)[None].astype("float32")
-        y = keras.ops.convert_to_numpy(self.model(x, training=False))[0]
-        return self.normalizer.inverse_transform_y(y)
-
-    def score(self, record: Record, convention: str = "all", n_initial: int = 50) -> float:
-        """RMSE of the free-run simulation of ``record`` (see :mod:`keras_mgu.sysid.scoring`)."""
-        return score(record.y, self.simulate(record.u), convention, n_initial)
+def _val_rmse(row: dict) -> float:
+    return row["validation_rmse"]
 
 
 def identify(
@@ -260,27 +218,34 @@ def identify(
 ) -> Identification:
     """Identify a simulation model of ``data`` (physical units) with the recipe.
 
-    Standardises with the estimation record's statistics, trains ``restarts``
-    runs (seeds ``seed + 1000 * k``) and keeps the run with the lowest
-    validation score. ``data.test`` is not used.
+    Standardises with the estimation record's statistics, fits the linear
+    model first where it helps, trains ``restarts`` runs (seeds
+    ``seed + 1000 * k``), each within its share of the time budget, and keeps
+    the run with the lowest validation score. ``data.test`` is not used.
 
     Args:
         data: Estimation, validation and test records.
-        config: The recipe's settings (default :class:`RecipeConfig`).
+        config: The recipe's settings (default :class:`RecipeConfig`; ``None``
+            fields are derived from the record).
         restarts: Independent runs to choose from.
         seed: Seed of the first run.
-        verbose, callbacks: Passed to every run's ``fit``.
+        verbose: ``model.fit``'s verbosity; ``>= 1`` also prints the settings
+            and a line per restart.
+        callbacks: Passed to every run's ``fit``.
     """
     if not isinstance(data, SysIdData):
         raise TypeError(f"`data` must be a keras_mgu.datasets.SysIdData; got {type(data)}.")
     if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 1:
         raise ValueError(f"`restarts` must be a positive integer; received {restarts!r}.")
-    config = config or RecipeConfig()
-    normalizer = Normalizer.fit(data.estimation)
-    est, val = normalizer.transform(data.estimation), normalizer.transform(data.validation)
-    runs = []
+    path, config, linear_table = prepare(data, config or RecipeConfig())
+    est, val = _network_records(path, data, config.validation_continues)
+    if verbose:
+        _print_settings(data, config, path, restarts)
+    runs, start = [], time.perf_counter()
     for k in range(restarts):
-        run = train_simulator(est, val, config, seed + 1000 * k, verbose, callbacks)
+        left = config.time_budget - (time.perf_counter() - start)
+        share = max(left / (restarts - k), 1e-3)
+        run = train_simulator(est, val, config, seed + 1000 * k, verbose, callbacks, share)
         if verbose:
             print(
                 f"restart {k + 1}/{restarts} (seed {run.seed}): validation score "
@@ -290,5 +255,24 @@ def identify(
             )
         runs.append(run)
     scores = [r.validation_score if np.isfinite(r.validation_score) else np.inf for r in runs]
+    lag = config.n_initial
+    first = (data.estimation.u[:lag], data.estimation.y[:lag])
     best = int(np.argmin(scores))
-    return Identification(runs[best].model, normalizer, runs, best, config)
+    found = Identification(runs, best, path, config, data.n_initial, first, linear_table)
+    for k, run in enumerate(runs):
+        run.validation_rmse = dataclasses.replace(found, best=k).validation_rmse(data)
+    return found
+
+
+def _print_settings(data: SysIdData, config: RecipeConfig, path: SignalPath, restarts: int):
+    linear = "none" if path.linear is None else f"ARX{path.linear.orders}"
+    encoder = config.initial_state == "encoder"
+    print(
+        f"recipe: {data.estimation.n_samples} estimation samples -> {config.cell.upper()} "
+        f"{list(config.units)}, {config.initial_state} initial state"
+        f"{f' (encoder of {config.n_initial} samples)' if encoder else ''}"
+        f", linear model {linear}, window {config.window} x batch {config.batch_size}, "
+        f"{config.iterations} iterations, learning rate {config.learning_rate:g}, weight decay "
+        f"{config.weight_decay:.3g}, {restarts} restart(s) within {config.time_budget:.0f} s",
+        flush=True,
+    )

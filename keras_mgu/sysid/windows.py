@@ -15,6 +15,15 @@ plant's, and its first ``washout`` samples get weight 0 while the network
 forgets the mismatch. When ``window`` covers the record, every batch is the
 whole record (``batch_size`` 1): training then minimises the free-run
 simulation error of the whole estimation record.
+
+With ``history=n`` (models with an encoder, see
+:func:`~keras_mgu.sysid.build_simulator`) each window is preceded by the
+``n`` samples the encoder reads, and a batch is::
+
+    (u_past (batch_size, n, n_inputs), y_past (batch_size, n, n_outputs),
+     u (batch_size, window, n_inputs)), y (batch_size, window, n_outputs), w
+
+Every window then starts from its estimated state and is scored in full.
 """
 
 from __future__ import annotations
@@ -46,6 +55,8 @@ class TrainingWindows(keras.utils.PyDataset):
             full, from the learned initial state).
         seed: Seeds the window draws; batch ``i`` of epoch ``e`` is the same
             on every run and backend.
+        history: Samples before each window given to the model's encoder
+            (0: none; the model starts from its learned state).
     """
 
     def __init__(
@@ -58,6 +69,7 @@ class TrainingWindows(keras.utils.PyDataset):
         washout: int = 0,
         start_fraction: float = 0.1,
         seed: int = 0,
+        history: int = 0,
     ) -> None:
         super().__init__()
         self.u = np.asarray(u, dtype="float32")
@@ -73,8 +85,16 @@ class TrainingWindows(keras.utils.PyDataset):
         n = len(self.u)
         if n < 2:
             raise ValueError(f"The record has {n} sample(s); training needs at least 2.")
+        if isinstance(history, bool) or not isinstance(history, (int, np.integer)) or history < 0:
+            raise ValueError(f"`history` must be an integer >= 0; received {history!r}.")
+        self.history = int(history)
+        if self.history and self.history + int(window) > n:
+            raise ValueError(
+                f"The record has {n} samples, fewer than history {history} + window {window}."
+            )
+        n -= self.history
         self.window = min(_positive_int("window", window), n)
-        self.whole_record = self.window == n
+        self.whole_record = self.window == n and not self.history
         self.batch_size = 1 if self.whole_record else _positive_int("batch_size", batch_size)
         self.steps_per_epoch = _positive_int("steps_per_epoch", steps_per_epoch)
         if isinstance(washout, bool) or not 0 <= int(washout) < self.window:
@@ -95,17 +115,26 @@ class TrainingWindows(keras.utils.PyDataset):
         self.epoch += 1
 
     def starts(self, index: int) -> np.ndarray:
-        """Start samples of the windows of batch ``index`` in the current epoch."""
+        """Start samples of the windows of batch ``index`` in the current epoch.
+
+        With ``history`` the starts are at least ``history``, so that the
+        samples before each window are in the record.
+        """
         if self.whole_record:
             return np.zeros(1, dtype=np.int64)
         rng = np.random.default_rng([self.seed, self.epoch, index])
-        starts = rng.integers(0, len(self.u) - self.window + 1, size=self.batch_size)
-        starts[rng.random(self.batch_size) < self.start_fraction] = 0
+        last = len(self.u) - self.history - self.window
+        starts = rng.integers(0, last + 1, size=self.batch_size) + self.history
+        if not self.history:
+            starts[rng.random(self.batch_size) < self.start_fraction] = 0
         return starts
 
-    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def __getitem__(self, index: int) -> tuple:
         starts = self.starts(index)
         idx = starts[:, None] + np.arange(self.window)[None, :]
         weights = np.ones(idx.shape, dtype="float32")
+        if self.history:
+            past = starts[:, None] + np.arange(-self.history, 0)[None, :]
+            return (self.u[past], self.y[past], self.u[idx]), self.y[idx], weights
         weights[starts > 0, : self.washout] = 0.0
         return self.u[idx], self.y[idx], weights

@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+from scipy.signal import lfilter
 
 from keras_mgu import datasets, sysid
 from keras_mgu.datasets import Record, SysIdData
@@ -18,12 +19,28 @@ def tanks():
     return datasets.simulate_cascaded_tanks(n_samples=160, seed=0)
 
 
-def test_defaults_scale_with_the_record_length():
+def test_defaults_follow_from_the_record():
     short = RecipeConfig().resolved(820)
-    assert (short.window, short.washout) == (820, 205)
-    long = RecipeConfig().resolved(100_000)
-    assert (long.window, long.washout, long.batch_size) == (1024, 256, 16)
+    assert (short.window, short.batch_size, short.initial_state) == (820, 1, "learned")
+    assert (short.iterations, short.weight_decay, short.validation_continues) == (2000, 0.1, True)
+    assert short.time_budget == pytest.approx(100 + 0.005 * 820)
+    long = RecipeConfig().resolved(80_000, n_initial=50, time_constant=8.5)
+    assert (long.initial_state, long.n_initial, long.validation_continues) == ("encoder", 50, False)
+    assert (long.window, long.batch_size) == (128, 64)  # 8 tau -> 68 -> 128, 8192 / 128
+    assert long.iterations == 10_000 and long.weight_decay == pytest.approx(0.02)
+    assert long.time_budget == 500 and RecipeConfig().resolved(200_000).time_budget == 570
+    integrator = RecipeConfig().resolved(20_000, time_constant=float("inf"))
+    assert (integrator.window, integrator.batch_size, integrator.n_initial) == (1024, 8, 20)
+    assert integrator.iterations == 2500
     assert RecipeConfig(window=64, washout=8).resolved(1000).window == 64
+    assert RecipeConfig(initial_state="learned").resolved(5000).validation_continues
+
+
+def test_settings_given_are_kept():
+    given = RecipeConfig(units=16, iterations=7, weight_decay=0.0, batch_size=3, time_budget=9.0)
+    resolved = given.resolved(50_000, time_constant=2.0)
+    assert resolved.units == (16,) and resolved.iterations == 7 and resolved.weight_decay == 0.0
+    assert resolved.batch_size == 3 and resolved.time_budget == 9.0
 
 
 @pytest.mark.parametrize(
@@ -31,14 +48,28 @@ def test_defaults_scale_with_the_record_length():
     [
         ({"window": 500}, "fewer than the training window"),
         ({"window": 50, "washout": 50}, "washout"),
-        ({"iterations": 0}, "iterations"),
-        ({"weight_decay": -0.1}, "weight_decay"),
-        ({"weight_decay": float("nan")}, "weight_decay"),
+        ({"window": 90, "n_initial": 20}, "plus 20 encoder samples"),
     ],
 )
 def test_bad_settings_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
         RecipeConfig(**kwargs).resolved(100)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"iterations": 0}, "iterations"),
+        ({"weight_decay": -0.1}, "weight_decay"),
+        ({"weight_decay": float("nan")}, "weight_decay"),
+        ({"initial_state": "zeros"}, "initial_state"),
+        ({"time_budget": 0}, "time_budget"),
+        ({"learning_rate": -1.0}, "learning_rate"),
+    ],
+)
+def test_bad_values_are_refused_when_the_config_is_made(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        RecipeConfig(**kwargs)
 
 
 @pytest.mark.parametrize("decay", [0.0, 0.1])
@@ -75,8 +106,9 @@ def test_simulation_and_scores_are_in_physical_units(tanks):
     y_sim = found.simulate(tanks.test.u)
     assert y_sim.shape == tanks.test.y.shape
     assert found.score(tanks.test) == pytest.approx(sysid.rmse(tanks.test.y, y_sim), rel=1e-6)
-    late = found.score(tanks.test, "benchmark")
-    assert late == pytest.approx(sysid.rmse(tanks.test.y[50:], y_sim[50:]), rel=1e-6)
+    late = found.score(tanks.test, "benchmark")  # no protocol: the first 50 outputs set the state
+    from_measured = found.simulate(tanks.test.u, tanks.test.y[:50])
+    assert late == pytest.approx(sysid.rmse(tanks.test.y[50:], from_measured[50:]), rel=1e-6)
     with pytest.raises(ValueError, match="shape"):
         found.simulate(np.zeros((10, 3)))
 
@@ -89,7 +121,7 @@ def test_training_lowers_the_validation_error(tanks):
 
 
 def test_separate_validation_record_with_washout(tanks):
-    config = dataclasses.replace(TINY, validation_continues=False, washout=5)
+    config = dataclasses.replace(TINY, validation_continues=False, washout=5, linear_prior=False)
     found = identify(tanks, config)
     assert np.isfinite(found.validation_scores[0])
 
@@ -101,9 +133,26 @@ def test_long_multichannel_record_trains_on_windows():
     est, val = Record(u[:5000], y[:5000], 1.0), Record(u[5000:], y[5000:], 1.0)
     data = SysIdData(est, val, val)
     config = dataclasses.replace(TINY, window=None, batch_size=4)
-    assert config.resolved(5000).window == 1024
     found = identify(data, config)
+    # The linear model leaves too much of tanh(u1) (68 % of the RMSE): the network alone,
+    # and without its memory the window is the longest.
+    assert found.config.initial_state == "encoder" and found.path.linear is None
+    assert found.config.window == 1024 and found.config.batch_size == 4
     assert found.simulate(val.u).shape == (1000, 2)
+    assert found.simulate(val.u, val.y[:30]).shape == (1000, 2)
+
+
+def test_the_linear_model_is_used_where_it_explains_validation():
+    rng = np.random.default_rng(1)
+    u = rng.normal(size=(900, 1))
+    y = lfilter([1.0], [1.0, -0.8], u[:, 0])[:, None]
+    data = SysIdData(Record(u[:600], y[:600]), Record(u[600:], y[600:]), Record(u, y))
+    found = identify(data, TINY)
+    assert found.path.linear is not None and found.config.linear_prior
+    # The linear model alone is nearly exact; the network starts from its residual.
+    assert found.linear_table and min(r["validation_rmse"] for r in found.linear_table) < 1e-6
+    off = identify(data, dataclasses.replace(TINY, linear_prior=False))
+    assert off.path.linear is None and not off.config.linear_prior
 
 
 def test_bad_inputs_are_refused(tanks):

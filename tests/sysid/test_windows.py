@@ -76,3 +76,24 @@ def test_nan_and_short_records_are_refused():
         TrainingWindows(np.zeros((1, 1)), np.zeros((1, 1)), window=1)
     with pytest.raises(ValueError, match="same length"):
         TrainingWindows(np.zeros((5, 1)), np.zeros((4, 1)), window=2)
+
+
+def test_history_windows_give_the_samples_before_each_window():
+    u, y = record(200)
+    windows = TrainingWindows(u, y, window=30, batch_size=6, history=7, seed=2)
+    (u_past, y_past, x), yy, w = windows[1]
+    assert u_past.shape == (6, 7, 2) and y_past.shape == (6, 7, 1) and x.shape == (6, 30, 2)
+    np.testing.assert_array_equal(w, np.ones((6, 30)))  # every sample scored, no washout
+    for i, s in enumerate(windows.starts(1)):
+        assert 7 <= s <= 200 - 30
+        np.testing.assert_array_equal(u_past[i, :, 0], np.arange(s - 7, s))
+        np.testing.assert_array_equal(y_past[i, :, 0], -np.arange(s - 7, s))
+        np.testing.assert_array_equal(x[i, :, 0], np.arange(s, s + 30))
+
+
+def test_history_longer_than_the_record_is_refused():
+    u, y = record(50)
+    with pytest.raises(ValueError, match="history"):
+        TrainingWindows(u, y, window=40, history=20)
+    with pytest.raises(ValueError, match="history"):
+        TrainingWindows(u, y, window=10, history=-1)

@@ -1,0 +1,212 @@
+"""The identification recipe on the measured benchmarks: per-run JSON and the result tables.
+
+For each benchmark and seed S it runs ``sysid.identify(data, config,
+restarts=R, seed=S)`` in a fresh process on the chosen backend, the library's
+defaults unless ``--config`` changes settings, and scores the chosen model on
+the test record under the benchmark's protocol (the first ``n`` measured
+outputs set the state, RMSE from sample ``n`` on, in the protocol's unit) and
+over every sample from the estimation record's start. Every restart is
+scored on test too, for the report only: the choice among restarts is made on
+validation. Each run goes to ``--out/BENCHMARK/BACKEND_seedS.json``.
+
+``--report`` turns the JSON files into the markdown tables of README.md and
+``benchmarks/RESULTS.md``: per benchmark and backend the per-seed scores,
+median, worst and the median wall time of ``identify`` (all restarts).
+
+Usage::
+
+    python benchmarks/sysid_suite.py --backend jax --seeds 0 1 2 3 4
+    python benchmarks/sysid_suite.py --backend torch --benchmarks emps --seeds 0 1 2
+    python benchmarks/sysid_suite.py --report
+    python benchmarks/sysid_suite.py --backend jax --benchmarks wh2009 \\
+        --config '{"units": [64]}' --out benchmarks/results/suite_variants/units_64
+
+The data come from ``--data-root`` (default ``../shared/data`` beside the
+checkout), one folder per benchmark as ``keras_mgu.datasets.load_benchmark``
+reads them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_OUT = os.path.join(HERE, "results", "suite")
+DEFAULT_ROOT = os.path.join(HERE, "..", "..", "shared", "data")
+BENCHMARKS = ("cascaded_tanks", "wh2009", "emps")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default="jax")
+    parser.add_argument("--benchmarks", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--restarts", type=int, default=3)
+    parser.add_argument("--config", default="{}", help="RecipeConfig settings as a JSON object")
+    parser.add_argument("--data-root", default=DEFAULT_ROOT, help="folder of benchmark folders")
+    parser.add_argument("--out", default=DEFAULT_OUT, help="results folder")
+    parser.add_argument("--report", action="store_true", help="print the tables and exit")
+    parser.add_argument("--worker", nargs=2, metavar=("BENCHMARK", "SEED"), help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def recipe_config(overrides: dict):
+    """The library's default settings with ``overrides`` (lists become tuples)."""
+    from keras_mgu import sysid
+
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
+    return sysid.RecipeConfig(**fields)
+
+
+def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
+    """Identify one benchmark with one seed; scores of the chosen run and of every restart."""
+    import keras
+
+    from keras_mgu import datasets
+
+    data = datasets.load_benchmark(benchmark, os.path.join(args.data_root, benchmark))
+    overrides = json.loads(args.config)
+    start = time.perf_counter()
+    found = sysid_identify(data, overrides, args.restarts, seed)
+    seconds = time.perf_counter() - start
+    protocol = data.protocol
+    runs = []
+    for k, run in enumerate(found.runs):
+        member = dataclasses.replace(found, best=k)
+        runs.append(
+            {
+                "seed": run.seed,
+                "validation": run.validation_score,
+                "validation_rmse": run.validation_rmse,
+                "best_iteration": run.best_iteration,
+                "seconds": round(run.seconds, 1),
+                "test": protocol.scale * member.score(data.test, "benchmark"),
+                "test_all": protocol.scale * member.score(data.test),
+            }
+        )
+        print(f"  {benchmark} seed {seed}: {runs[-1]}", file=sys.stderr, flush=True)
+    ensemble = dataclasses.replace(found, members=tuple(range(len(found.runs))))
+    return {
+        "benchmark": benchmark,
+        "backend": keras.backend.backend(),
+        "seed": seed,
+        "restarts": args.restarts,
+        "config": overrides,
+        "resolved": _jsonable(dataclasses.asdict(found.config)),
+        "linear_models": found.linear_table,
+        "unit": protocol.unit,
+        "n_initial": protocol.n_initial,
+        "seconds": round(seconds, 1),
+        "chosen": found.best,
+        "test": runs[found.best]["test"],
+        "test_all": runs[found.best]["test_all"],
+        "runs": runs,
+        "ensemble": {
+            "validation_rmse": ensemble.validation_rmse(data),
+            "test": protocol.scale * ensemble.score(data.test, "benchmark"),
+        },
+    }
+
+
+def sysid_identify(data, overrides: dict, restarts: int, seed: int):
+    from keras_mgu import sysid
+
+    return sysid.identify(data, recipe_config(overrides), restarts=restarts, seed=seed, verbose=0)
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def result_path(out: str, benchmark: str, backend: str, seed: int) -> str:
+    return os.path.join(out, benchmark, f"{backend}_seed{seed}.json")
+
+
+def run_all(args: argparse.Namespace) -> None:
+    """Each (benchmark, seed) in a fresh process, its JSON written as it finishes."""
+    for benchmark in args.benchmarks:
+        for seed in args.seeds:
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker", benchmark, str(seed),
+                   "--restarts", str(args.restarts), "--config", args.config,
+                   "--data-root", args.data_root, "--out", args.out]  # fmt: skip
+            env = {**os.environ, "KERAS_BACKEND": args.backend}
+            print(f"== {benchmark}, {args.backend}, seed {seed}", flush=True)
+            subprocess.run(cmd, env=env, check=True)
+
+
+def worker(args: argparse.Namespace) -> None:
+    benchmark, seed = args.worker[0], int(args.worker[1])
+    result = run_one(args, benchmark, seed)
+    result["command"] = " ".join(["python", "benchmarks/sysid_suite.py", *sys.argv[1:]])
+    path = result_path(args.out, benchmark, result["backend"], seed)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(tmp, path)
+    print(
+        f"{benchmark} {result['backend']} seed {seed}: test {result['test']:.4g} "
+        f"{result['unit']} (from sample {result['n_initial']}), {result['seconds']:.0f} s",
+        flush=True,
+    )
+
+
+def load_results(out: str) -> dict[tuple[str, str], list[dict]]:
+    """The per-run files of folder ``out``, grouped by (benchmark, backend)."""
+    rows: dict[tuple[str, str], list[dict]] = {}
+    for path in sorted(glob.glob(os.path.join(out, "*", "*_seed*.json"))):
+        with open(path) as f:
+            result = json.load(f)
+        rows.setdefault((result["benchmark"], result["backend"]), []).append(result)
+    return rows
+
+
+def report(out: str) -> str:
+    """Markdown: one row per benchmark and backend."""
+    lines = [
+        "| benchmark | backend | seeds | test RMSE per seed | median | worst | "
+        "from the estimation start, median | identify time, median |",
+        "|---|---|---|---|---:|---:|---:|---:|",
+    ]
+    order = {name: i for i, name in enumerate(BENCHMARKS)}
+    for (benchmark, backend), results in sorted(
+        load_results(out).items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0][1])
+    ):
+        results = sorted(results, key=lambda r: r["seed"])
+        unit = results[0]["unit"]
+        tests = [r["test"] for r in results]
+        lines.append(
+            f"| {benchmark} | {backend} | {' '.join(str(r['seed']) for r in results)} | "
+            f"{' / '.join(f'{v:.3g}' for v in tests)} {unit} | "
+            f"{statistics.median(tests):.3g} {unit} | {max(tests):.3g} {unit} | "
+            f"{statistics.median(r['test_all'] for r in results):.3g} {unit} | "
+            f"{statistics.median(r['seconds'] for r in results):.0f} s |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.report:
+        print(report(args.out))
+    elif args.worker:
+        worker(args)
+    else:
+        run_all(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

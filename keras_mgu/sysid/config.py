@@ -1,0 +1,248 @@
+"""The recipe's settings and the rules that derive them from the record.
+
+:class:`RecipeConfig` holds every setting; a ``None`` field is derived by
+:meth:`RecipeConfig.resolved` from what the record says of itself: its length
+``N`` (estimation samples), the number of measured outputs a new experiment
+gives to set the state (the benchmark protocol's ``n``) and the memory of the
+linear model fitted first (its slowest pole). ``docs/system_identification.md``
+gives each rule with the validation evidence behind it.
+
+==========================  =====================================  ==========================
+setting                     short record (``N <= 2048``)           long record
+==========================  =====================================  ==========================
+initial state               learned (the record's start)           encoder of the ``n`` samples
+                                                                   before each window
+window                      the whole record                       ``8 tau`` (``tau``: slowest
+                                                                   time constant), 128..1024
+batch                       1                                      ``8192 / window``, 8..64
+iterations                  2,000                                  ``N / 8``, 2,000..10,000
+weight decay                0.1                                    ``0.1 * 2000 / iterations``
+validation                  continues the estimation record        on its own, from its first
+                                                                   ``n`` samples
+time budget (all restarts)  ``100 s + 5 ms * N``, at most 570 s    (same)
+==========================  =====================================  ==========================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+
+__all__ = ["RecipeConfig"]
+
+#: Records up to this many estimation samples train on the whole record at once.
+WHOLE_RECORD_MAX = 2048
+#: Encoder lag when the data has no protocol saying how many outputs a test gives.
+DEFAULT_N_INITIAL = 20
+#: Window bounds for long records, and the samples per batch they aim at.
+WINDOW_MIN, WINDOW_MAX, SAMPLES_PER_BATCH = 128, 1024, 8192
+#: Iterations of short records, and the bounds of long records' ``N / 8``.
+SHORT_ITERATIONS, LONG_ITERATIONS_MAX = 2000, 10_000
+#: Weight decay of the short-record recipe (at ``SHORT_ITERATIONS``).
+WEIGHT_DECAY = 0.1
+#: The default time budget: ``BUDGET_BASE + BUDGET_PER_SAMPLE * N`` s, at most ``BUDGET_MAX``.
+BUDGET_BASE, BUDGET_PER_SAMPLE, BUDGET_MAX = 100.0, 0.005, 570.0
+
+
+def _positive_int(name: str, value: object, allow_none: bool = False) -> None:
+    if allow_none and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
+
+
+def _non_negative(name: str, value: object, allow_none: bool = True) -> None:
+    if allow_none and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"`{name}` must be a number >= 0; received {value!r}.")
+
+
+def window_for_memory(time_constant: float | None) -> int:
+    """``8 tau`` rounded up to a power of two, in ``[WINDOW_MIN, WINDOW_MAX]``.
+
+    ``tau`` is the slowest time constant of the linear model, in samples
+    (``None`` or infinite: no linear model, or an integrator: the longest).
+    """
+    if time_constant is None or not math.isfinite(time_constant):
+        return WINDOW_MAX
+    wanted = max(1.0, 8.0 * time_constant)
+    return int(min(WINDOW_MAX, max(WINDOW_MIN, 2 ** math.ceil(math.log2(wanted)))))
+
+
+@dataclasses.dataclass(frozen=True)
+class RecipeConfig:
+    """Settings of the recipe; ``None`` fields are derived from the record.
+
+    Attributes:
+        cell: Recurrent layer: ``"mgu"``, or ``"gru"``/``"lstm"`` to compare.
+        units: State size of each stacked layer (``None``: ``(32,)``).
+        linear_path: Add the linear input-to-output path.
+        linear_prior: Fit a linear (ARX) model first and train the network on
+            what it leaves (inputs ``[u, y_lin]``, target ``y - y_lin``).
+            ``None``: when the linear model explains the validation record
+            (see :func:`~keras_mgu.sysid.linear.select_linear_model`).
+        initial_state: ``"learned"`` (one learned state: the record's start)
+            or ``"encoder"`` (estimated from the ``n_initial`` samples before
+            each window). ``None``: learned for whole-record training,
+            encoder otherwise.
+        n_initial: Samples the encoder reads. ``None``: the protocol's ``n``
+            of the data, else ``DEFAULT_N_INITIAL``.
+        iterations: Gradient steps per run (``None``: by record length).
+        learning_rate: Adam's initial learning rate.
+        clipnorm: Gradient-norm clipping (``None``: off).
+        weight_decay: Decoupled weight decay (AdamW): every step multiplies the
+            weights by ``1 - learning_rate * weight_decay``. ``None``:
+            ``0.1 * min(1, 2000 / iterations)``, the shrinkage of a
+            2,000-iteration run over longer ones.
+        decay_points, decay_rate: The learning rate is multiplied by
+            ``decay_rate`` at these fractions of the run.
+        window: Training window length (``None``: see the module table).
+        batch_size: Windows per batch (``None``: see the module table).
+        washout: Unscored leading samples of windows that start from the
+            learned state after the record's start. ``None``: a quarter of
+            the window. Unused with the encoder.
+        steps_per_epoch: Iterations per Keras epoch (one progress line each).
+        validation_checks: How many times a run scores the validation record.
+        validation_continues: The validation record continues the estimation
+            record: the two are simulated together from the learned initial
+            state and the score is the RMSE over both. ``False``: it is
+            simulated on its own, from the state its first samples give
+            (encoder) or after a washout. ``None``: ``True`` with the learned
+            state, else ``False``.
+        score_weights: Weights of :class:`WeightedEarlyStopping`'s score
+            (``val_rmse``: validation RMSE, standardised units).
+        time_budget: Seconds for all restarts of :func:`identify` together;
+            a run that would overrun its share is shortened after its second
+            epoch (the schedule shrinks with it). ``None``: see the table.
+    """
+
+    cell: str = "mgu"
+    units: tuple[int, ...] | None = None
+    linear_path: bool = True
+    linear_prior: bool | None = None
+    initial_state: str | None = None
+    n_initial: int | None = None
+    iterations: int | None = None
+    learning_rate: float = 0.01
+    clipnorm: float | None = None
+    weight_decay: float | None = None
+    decay_points: tuple[float, ...] = (0.5, 0.8)
+    decay_rate: float = 0.3
+    window: int | None = None
+    batch_size: int | None = None
+    washout: int | None = None
+    steps_per_epoch: int = 100
+    validation_checks: int = 100
+    validation_continues: bool | None = None
+    score_weights: Mapping[str, float] = dataclasses.field(
+        default_factory=lambda: {"val_rmse": 1.0}
+    )
+    time_budget: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.units is not None:
+            units = (self.units,) if isinstance(self.units, int) else tuple(self.units)
+            object.__setattr__(self, "units", units)
+        for name in ("steps_per_epoch", "validation_checks"):
+            _positive_int(name, getattr(self, name))
+        for name in ("iterations", "batch_size", "n_initial"):
+            _positive_int(name, getattr(self, name), allow_none=True)
+        _non_negative("weight_decay", self.weight_decay)
+        if self.initial_state not in (None, "learned", "encoder"):
+            raise ValueError(
+                "`initial_state` must be None, 'learned' or 'encoder'; received "
+                f"{self.initial_state!r}."
+            )
+        if not (isinstance(self.learning_rate, (int, float)) and self.learning_rate > 0):
+            raise ValueError(f"`learning_rate` must be positive; received {self.learning_rate!r}.")
+        if self.time_budget is not None and not (
+            isinstance(self.time_budget, (int, float)) and self.time_budget > 0
+        ):
+            raise ValueError(
+                "`time_budget` must be a positive number of seconds; received "
+                f"{self.time_budget!r}."
+            )
+
+    def resolved(
+        self,
+        n_samples: int,
+        n_initial: int | None = None,
+        time_constant: float | None = None,
+        linear_prior: bool | None = None,
+    ) -> RecipeConfig:
+        """A copy with every ``None`` field set for an ``n_samples`` estimation record.
+
+        Args:
+            n_samples: Estimation samples ``N``.
+            n_initial: The data's protocol ``n`` (measured outputs a test gives).
+            time_constant: Slowest time constant of the linear model in samples
+                (``None``: unknown; ``inf``: an integrator).
+            linear_prior: Whether the linear model is used (when the config
+                leaves it to the data).
+        """
+        whole = self.window is None and n_samples <= WHOLE_RECORD_MAX
+        state = self.initial_state or ("learned" if whole else "encoder")
+        lag = self.n_initial or n_initial or DEFAULT_N_INITIAL
+        history = lag if state == "encoder" else 0
+        window = self._window(n_samples, whole, history, time_constant)
+        iterations = self.iterations or _iterations(n_samples, whole)
+        washout = window // 4 if self.washout is None else self.washout
+        if isinstance(washout, bool) or not isinstance(washout, int) or not 0 <= washout < window:
+            raise ValueError(
+                f"`washout` must be an integer in [0, window={window}); received {washout!r}."
+            )
+        return dataclasses.replace(
+            self,
+            units=self.units or (32,),
+            linear_prior=bool(self.linear_prior if self.linear_prior is not None else linear_prior),
+            initial_state=state,
+            n_initial=lag,
+            iterations=iterations,
+            weight_decay=(
+                WEIGHT_DECAY * min(1.0, SHORT_ITERATIONS / iterations)
+                if self.weight_decay is None
+                else self.weight_decay
+            ),
+            window=window,
+            batch_size=self.batch_size or (1 if whole else _batch(window)),
+            washout=washout,
+            validation_continues=(
+                state == "learned" if self.validation_continues is None
+                else self.validation_continues
+            ),
+            time_budget=self.time_budget or default_time_budget(n_samples),
+        )  # fmt: skip
+
+    def _window(self, n_samples: int, whole: bool, history: int, tau: float | None) -> int:
+        room = n_samples - history
+        if self.window is not None:
+            window = self.window
+            if isinstance(window, bool) or not isinstance(window, int) or window < 2:
+                raise ValueError(f"`window` must be an integer >= 2; received {window!r}.")
+            if window > room:
+                raise ValueError(
+                    f"The estimation record has {n_samples} samples, fewer than the training "
+                    f"window of {window} (plus {history} encoder samples); choose a window of "
+                    f"at most {room} samples (or None)."
+                )
+            return window
+        if whole:
+            return n_samples
+        return min(room, window_for_memory(tau))
+
+
+def _iterations(n_samples: int, whole: bool) -> int:
+    if whole:
+        return SHORT_ITERATIONS
+    return int(min(LONG_ITERATIONS_MAX, max(SHORT_ITERATIONS, n_samples // 8)))
+
+
+def _batch(window: int) -> int:
+    return int(min(64, max(8, SAMPLES_PER_BATCH // window)))
+
+
+def default_time_budget(n_samples: int) -> float:
+    """Seconds for all restarts: ``100 + 0.005 N``, at most 570 (under 10 minutes)."""
+    return float(min(BUDGET_MAX, BUDGET_BASE + BUDGET_PER_SAMPLE * n_samples))

@@ -1,0 +1,219 @@
+"""The identified model: simulation in physical units, from a learned or an estimated state.
+
+:class:`SignalPath` maps physical signals to what the network sees and back::
+
+    u_s, y_s = (u - u_mean) / u_std, (y - y_mean) / y_std       (estimation statistics)
+    y_lin    = LinearModel.simulate(u_s, y0_s)                  (when a linear model is used)
+    x        = inner([u_s, y_lin]),  target = inner(y_s - y_lin)  (standardised again)
+
+and :class:`Identification` (what :func:`~keras_mgu.sysid.identify` returns)
+simulates a new experiment from its inputs and, optionally, its first ``n``
+measured outputs (:mod:`~keras_mgu.sysid.state` estimates the state from
+them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import keras
+import numpy as np
+
+from keras_mgu.datasets import Normalizer, Record
+from keras_mgu.sysid.config import RecipeConfig
+from keras_mgu.sysid.linear import LinearModel
+from keras_mgu.sysid.scoring import score
+from keras_mgu.sysid.state import encoder_history, fit_initial_state
+
+__all__ = ["Identification", "SignalPath"]
+
+
+@dataclasses.dataclass
+class SignalPath:
+    """Physical signals to the network's inputs and targets, and its outputs back.
+
+    Attributes:
+        outer: Standardisation with the estimation record's statistics.
+        linear: The linear model fitted first (on standardised signals), or None.
+        inner: Standardisation of ``[u_s, y_lin]`` and ``y_s - y_lin`` (None
+            without a linear model).
+    """
+
+    outer: Normalizer
+    linear: LinearModel | None = None
+    inner: Normalizer | None = None
+
+    def inputs(self, u: np.ndarray, y0: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(x (N, n_net_inputs), y_lin (N, n_outputs) or None)`` for physical ``u``, ``y0``."""
+        u_s = self.outer.transform_u(u)
+        if self.linear is None:
+            return u_s, None
+        y_lin = self.linear.simulate(u_s, self.outer.transform_y(y0))
+        return self.inner.transform_u(np.concatenate([u_s, y_lin], axis=1)), y_lin
+
+    def targets(self, y: np.ndarray, y_lin: np.ndarray | None) -> np.ndarray:
+        """The network's targets for physical outputs ``y`` (``y_lin`` of the same samples)."""
+        y_s = self.outer.transform_y(y)
+        return y_s if y_lin is None else self.inner.transform_y(y_s - y_lin)
+
+    def outputs(self, y_net: np.ndarray, y_lin: np.ndarray | None) -> np.ndarray:
+        """Physical outputs from the network's outputs."""
+        if y_lin is not None:
+            y_net = self.inner.inverse_transform_y(y_net) + y_lin
+        return self.outer.inverse_transform_y(y_net)
+
+    def record(self, record: Record) -> Record:
+        """``record`` as the network sees it, the linear model at rest at its first output."""
+        x, y_lin = self.inputs(record.u, record.y[0])
+        return Record(x, self.targets(record.y, y_lin), record.ts, name=record.name)
+
+
+def _check_signal(name: str, value: Any, channels: int) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] != channels:
+        raise ValueError(f"`{name}` must have shape (N, {channels}); received {arr.shape}.")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"`{name}` contains NaN or inf; give finite measured values.")
+    return arr
+
+
+@dataclasses.dataclass
+class Identification:
+    """The result of :func:`identify`: the chosen model and every restart's score.
+
+    ``simulate`` and ``score`` work in physical units.
+
+    Attributes:
+        runs: Every restart (:class:`~keras_mgu.sysid.RunResult`).
+        best: Index of the run with the best validation score.
+        path: Physical signals to the network's and back.
+        config: The resolved settings.
+        n_initial: The data's protocol ``n`` (measured outputs a test record
+            gives to set the state), or None.
+        start: The estimation record's first ``u``, ``y`` samples (physical),
+            the history that encoder models start from when no measured
+            outputs are given.
+        linear_table: The linear models tried, with their validation RMSE
+            (:func:`~keras_mgu.sysid.linear.select_linear_model`).
+        members: Runs whose simulations are averaged (the network outputs);
+            empty: the best run alone.
+    """
+
+    runs: list
+    best: int
+    path: SignalPath
+    config: RecipeConfig
+    n_initial: int | None = None
+    start: tuple[np.ndarray, np.ndarray] | None = None
+    linear_table: list = dataclasses.field(default_factory=list)
+    members: tuple[int, ...] = ()
+
+    @property
+    def model(self) -> keras.Model:
+        """The chosen run's network (standardised units; see ``path``)."""
+        return self.runs[self.best].model
+
+    @property
+    def normalizer(self) -> Normalizer:
+        """Standardisation with the estimation record's statistics."""
+        return self.path.outer
+
+    @property
+    def validation_scores(self) -> list[float]:
+        return [run.validation_score for run in self.runs]
+
+    def simulate(self, u: Any, y_initial: Any = None) -> np.ndarray:
+        """Free-run simulation ``(N, n_outputs)`` of inputs ``u`` ``(N, n_inputs)``.
+
+        Args:
+            u: The experiment's inputs, physical units.
+            y_initial: ``None``, or its first ``n`` measured outputs
+                ``(n, n_outputs)``, ``1 <= n < N``: the state the simulation
+                starts from is estimated from them and ``u[:n]`` (encoder, or
+                a state fitted to them). The first ``n`` rows of the result
+                are then ``y_initial`` itself. Without them the experiment is
+                taken to start as the estimation record did (the learned
+                state, or the encoder on that record's first samples).
+        """
+        u = _check_signal("u", u, len(self.path.outer.u_mean))
+        if y_initial is None:
+            return self._simulate_from_start(u)
+        y_initial = _check_signal("y_initial", y_initial, len(self.path.outer.y_mean))
+        n = len(y_initial)
+        if not 1 <= n < len(u):
+            raise ValueError(
+                f"`y_initial` has {n} samples; give between 1 and {len(u) - 1} (fewer than the "
+                f"{len(u)} samples of `u`, so that some are left to simulate)."
+            )
+        x, y_lin = self.path.inputs(u, y_initial[0])
+        y_hist = self.path.targets(y_initial, None if y_lin is None else y_lin[:n])
+        y_net = self._network(x, y_hist)
+        y = self.path.outputs(y_net, y_lin)
+        y[:n] = y_initial
+        return y
+
+    def _simulate_from_start(self, u: np.ndarray) -> np.ndarray:
+        y0 = self.start[1][0] if self.start is not None else self.path.outer.y_mean
+        x, y_lin = self.path.inputs(u, np.asarray(y0))
+        if self.config.initial_state == "encoder":
+            u0, yh = self.start
+            xs, ys_lin = self.path.inputs(u0, yh[0])
+            past = encoder_history(xs, self.path.targets(yh, ys_lin), self.config.n_initial)
+            y_net = self._predict(lambda m: m([*past, x[None].astype("float32")], training=False))
+        else:
+            y_net = self._predict(lambda m: m(x[None].astype("float32"), training=False))
+        return self.path.outputs(y_net, y_lin)
+
+    def _network(self, x: np.ndarray, y_hist: np.ndarray) -> np.ndarray:
+        """The network's outputs ``(N, n_outputs)`` after the ``n`` given samples."""
+        n = len(y_hist)
+        if self.config.initial_state == "encoder":
+            past = encoder_history(x[:n], y_hist, self.config.n_initial)
+            rest = x[None, n:].astype("float32")
+            y_net = self._predict(lambda m: m([*past, rest], training=False))
+            return np.concatenate([y_hist, y_net])
+
+        def fitted(model: keras.Model) -> np.ndarray:
+            sim, states = fit_initial_state(model, x[:n], y_hist)
+            return sim([x[None].astype("float32"), *(s[None] for s in states)], training=False)
+
+        return self._predict(fitted)
+
+    def _predict(self, call) -> np.ndarray:
+        models = [self.runs[k].model for k in self.members] or [self.model]
+        outputs = [keras.ops.convert_to_numpy(call(m))[0].astype(np.float64) for m in models]
+        return np.mean(outputs, axis=0)
+
+    def validation_rmse(self, data: Any) -> float:
+        """RMSE of ``data.validation`` in standardised output units, as training scored it.
+
+        A validation record that continues the estimation record is simulated
+        after it (from the estimation start); a separate one from its own
+        first ``n_initial`` samples, scored after them.
+        """
+        val = data.validation
+        if self.config.validation_continues:
+            est = data.estimation
+            y_sim = self.simulate(np.concatenate([est.u, val.u]))[est.n_samples :]
+            err = self.path.outer.transform_y(y_sim) - self.path.outer.transform_y(val.y)
+        else:
+            n = self.config.n_initial
+            y_sim = self.simulate(val.u, val.y[:n])
+            err = self.path.outer.transform_y(y_sim[n:]) - self.path.outer.transform_y(val.y[n:])
+        value = float(np.sqrt(np.mean(err**2)))
+        return value if np.isfinite(value) else float("inf")
+
+    def score(self, record: Record, convention: str = "all", n_initial: int | None = None) -> float:
+        """RMSE of the simulation of ``record`` (see :mod:`keras_mgu.sysid.scoring`).
+
+        ``"all"``: simulated from ``u`` alone, every sample scored.
+        ``"benchmark"``: the first ``n`` measured outputs set the state
+        (``n``: ``n_initial``, else the data's protocol ``n``, else 50) and
+        samples ``n`` onward are scored.
+        """
+        if convention != "benchmark":
+            return score(record.y, self.simulate(record.u), convention)
+        n = n_initial or self.n_initial or 50
+        y_sim = self.simulate(record.u, record.y[:n])
+        return score(record.y, y_sim, "benchmark", n)

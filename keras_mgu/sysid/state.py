@@ -1,0 +1,126 @@
+"""The initial state of a new experiment, from its first measured samples.
+
+A simulation model (:func:`~keras_mgu.sysid.build_simulator`) is given the
+first ``n`` samples of an experiment, inputs ``u_hist`` ``(n, n_inputs)`` and
+measured outputs ``y_hist`` ``(n, n_outputs)`` (standardised, as the model
+sees them), and estimates its state at the start of sample ``n``:
+
+* **Encoder models** read the ``lag`` samples before sample ``n``
+  (:func:`encoder_history`); with fewer than ``lag`` given, the first sample
+  is repeated in front of them: the plant is taken to be at rest at its first
+  values before the record.
+* **Learned-state models** fit their state to the samples
+  (:func:`fit_initial_state`): the state ``h`` at the start of the record
+  minimises::
+
+      J(h) = sum_{k < n} |y_sim(k; h) - y_hist[k]|^2 + lam |h - s|^2
+
+  (``s`` the learned state) by damped Gauss-Newton steps, the Jacobian of
+  ``y_sim`` taken by finite differences in one batched simulation.
+"""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+__all__ = ["encoder_history", "fit_initial_state", "state_model"]
+
+#: Gauss-Newton steps, finite-difference step and the pull towards ``s``.
+STEPS, FD_STEP, DAMPING = 8, 1e-3, 1e-2
+
+
+def encoder_history(u_hist: np.ndarray, y_hist: np.ndarray, lag: int) -> tuple[np.ndarray, ...]:
+    """``(u_past (1, lag, n_inputs), y_past (1, lag, n_outputs))`` from ``n >= 1`` samples."""
+    n = len(u_hist)
+    if n < lag:
+        pad = lag - n
+        u_hist = np.concatenate([np.repeat(u_hist[:1], pad, axis=0), u_hist])
+        y_hist = np.concatenate([np.repeat(y_hist[:1], pad, axis=0), y_hist])
+    as32 = lambda a: np.asarray(a[-lag:], dtype="float32")[None]  # noqa: E731
+    return as32(u_hist), as32(y_hist)
+
+
+def _recurrent_layers(model: keras.Model) -> tuple[str, list[keras.layers.Layer]]:
+    cell = model.name.removesuffix("_simulator")
+    layers = [layer for layer in model.layers if layer.name.startswith(f"{cell}_")]
+    layers.sort(key=lambda layer: int(layer.name.rsplit("_", 1)[1]))
+    if not layers:
+        raise ValueError(f"{model.name!r} is not a model made by build_simulator.")
+    return cell, layers
+
+
+def state_model(model: keras.Model) -> tuple[keras.Model, list[np.ndarray]]:
+    """The same network with its initial states as inputs, and the learned states.
+
+    Returns ``(m, states)``: ``m([u, *h0])`` simulates ``u`` ``(batch, steps,
+    n_inputs)`` from the given states (one ``(batch, units)`` array per state
+    of each layer, the order of ``states``), sharing ``model``'s weights.
+    """
+    cell, layers = _recurrent_layers(model)
+    n_states = 2 if cell == "lstm" else 1
+    u = keras.Input((None, model.inputs[-1].shape[-1]), name="u")
+    h, inputs, states = u, [], []
+    for i, layer in enumerate(layers):
+        h0 = []
+        for j in range(n_states):
+            h0.append(keras.Input((layer.units,), name=f"h0_{i}_{j}"))
+            states.append(_learned_state(model, i, j, layer.units))
+        inputs += h0
+        h = layer(h, initial_state=h0)
+    y = model.get_layer("head")(h)
+    if any(layer.name == "linear" for layer in model.layers):
+        y = keras.layers.Add()([y, model.get_layer("linear")(u)])
+    return keras.Model([u, *inputs], y), states
+
+
+def _learned_state(model: keras.Model, i: int, j: int, units: int) -> np.ndarray:
+    try:
+        layer = model.get_layer(f"initial_state_{i}_{j}")
+    except ValueError:
+        return np.zeros(units, dtype="float32")
+    return keras.ops.convert_to_numpy(layer.state).astype("float32")
+
+
+def fit_initial_state(
+    model: keras.Model, u_hist: np.ndarray, y_hist: np.ndarray
+) -> tuple[keras.Model, list[np.ndarray]]:
+    """The learned-state model's states fitted to ``n`` measured samples.
+
+    Args:
+        model: A learned-state simulator (one input ``u``).
+        u_hist, y_hist: ``(n, n_inputs)`` and ``(n, n_outputs)``, standardised.
+
+    Returns:
+        ``(m, states)`` as :func:`state_model`, the states fitted.
+    """
+    sim, states = state_model(model)
+    sizes = [len(s) for s in states]
+    prior = np.concatenate(states).astype(np.float64)
+    theta = prior.copy()
+    u = np.asarray(u_hist, dtype="float32")[None]
+    target = np.asarray(y_hist, dtype=np.float64).reshape(-1)
+    lam = DAMPING * len(u_hist)
+
+    def outputs(thetas: np.ndarray) -> np.ndarray:
+        batch = len(thetas)
+        parts = np.split(thetas.astype("float32"), np.cumsum(sizes)[:-1], axis=1)
+        ys = sim.predict_on_batch([np.repeat(u, batch, axis=0), *parts])
+        return np.asarray(ys, dtype=np.float64).reshape(batch, -1)
+
+    def cost(residual: np.ndarray, t: np.ndarray) -> float:
+        return float(residual @ residual + lam * (t - prior) @ (t - prior))
+
+    for _ in range(STEPS):
+        probes = np.vstack([theta, theta + FD_STEP * np.eye(len(theta))])
+        ys = outputs(probes)
+        residual = ys[0] - target
+        jac = (ys[1:] - ys[0]).T / FD_STEP
+        lhs = jac.T @ jac + lam * np.eye(len(theta))
+        step = np.linalg.solve(lhs, -(jac.T @ residual + lam * (theta - prior)))
+        trial = theta + step
+        if cost(outputs(trial[None])[0] - target, trial) >= cost(residual, theta):
+            break
+        theta = trial
+    parts = np.split(theta.astype("float32"), np.cumsum(sizes)[:-1])
+    return sim, parts
