@@ -26,6 +26,7 @@ def reported_rmse(output: str) -> float:
 
 
 def test_system_identification_compare_on_simulated_tanks(tmp_path, capsys):
+    # The example is a thin wrapper over `keras-mgu identify` (keras_mgu.cli).
     example = load_example("system_identification")
     argv = ["--quick", "--iterations", "4", "--compare", "--units", "4", "--out", str(tmp_path)]
     assert example.main(argv) == 0
@@ -41,6 +42,19 @@ def test_system_identification_compare_on_simulated_tanks(tmp_path, capsys):
     )
     results = json.loads((tmp_path / "results.json").read_text())
     assert set(results) >= {"backend", "MGU", "GRU", "LSTM"}
+    assert results["n_initial"] == 50  # no protocol: the benchmark score starts at sample 50
+    for kind in ("MGU", "GRU", "LSTM"):
+        assert np.isfinite(results[kind]["rmse_benchmark"])
+
+
+def test_system_identification_reads_the_command_line(monkeypatch, capsys):
+    example = load_example("system_identification")
+    monkeypatch.setattr("sys.argv", ["system_identification.py", "--dataset", "wh2009"])
+    with pytest.raises(SystemExit) as exit_info:
+        example.main()
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "keras-mgu identify: error: --dataset wh2009 needs --data-path" in err
 
 
 def write_csv(path, u, y):
@@ -87,6 +101,8 @@ def test_system_identification_on_the_real_benchmark(tmp_path, capsys, shared_da
     out = capsys.readouterr().out
     assert "test 1024 samples" in out
     assert np.isfinite(reported_rmse(out))
+    assert "from sample 5)" in out  # the benchmark protocol's n_initial
+    assert re.search(r"^MGU test RMSE in V: ", out, flags=re.MULTILINE)
 
 
 def test_quickstart_loss_falls(capsys):

@@ -1,0 +1,123 @@
+"""The ``keras-mgu`` command line.
+
+Installed as the console script ``keras-mgu`` (and ``python -m keras_mgu``)::
+
+    keras-mgu --help
+    keras-mgu identify --help
+    keras-mgu identify                                   # built-in simulated tanks, MGU
+    keras-mgu identify --compare                         # MGU vs GRU vs LSTM
+    keras-mgu identify --dataset wh2009 --data-path data/wh2009 --time-budget 600
+
+Subcommands:
+
+* ``identify`` (:mod:`keras_mgu.cli.identify`): identify a dynamical system
+  with the recipe of :mod:`keras_mgu.sysid`, print the test scores and write
+  plots and ``results.json``.
+
+:func:`main` is the entry point; it takes the argument list (default
+``sys.argv[1:]``) and returns the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+
+from keras_mgu._version import __version__
+from keras_mgu.cli import identify as _identify
+from keras_mgu.cli.identify import UsageError
+
+__all__ = ["build_parser", "main"]
+
+PROG = "keras-mgu"
+#: Set in the environment of a run restarted for ``--backend`` (guards against a loop).
+_RESTARTED = "KERAS_MGU_CLI_RESTARTED"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps descriptions as written and appends ``(default: ...)`` to options with one.
+
+    Options whose default is ``None`` or ``False`` (derived values, flags) say
+    so in their own help text.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if "%(default)" in text or not action.option_strings:
+            return text
+        if default is None or default is False or default is argparse.SUPPRESS:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``keras-mgu`` parser with one subparser per command."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Minimal Gated Unit (MGU) networks for Keras 3: command-line jobs.",
+        epilog=f"Run '{PROG} COMMAND --help' for the options of a command.",
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", title="commands", required=True
+    )
+    sub = commands.add_parser(
+        "identify",
+        help="identify a dynamical system with an MGU network (keras_mgu.sysid)",
+        description=_identify.DESCRIPTION,
+        formatter_class=HelpFormatter,
+    )
+    _identify.add_arguments(sub)
+    sub.set_defaults(check=_identify.check_arguments, handler=_identify.run_command, subparser=sub)
+    return parser
+
+
+def _current_backend() -> str:
+    import keras
+
+    return keras.backend.backend()
+
+
+def _restart_with_backend(argv: Sequence[str], backend: str) -> int:
+    """Run the same command in a new Python process with ``KERAS_BACKEND=backend``.
+
+    Keras fixes its backend when it is first imported, and importing
+    :mod:`keras_mgu` imports Keras, so a ``--backend`` other than the loaded
+    one needs a fresh interpreter.
+    """
+    loaded = _current_backend()
+    if os.environ.get(_RESTARTED):
+        raise SystemExit(
+            f"{PROG}: error: --backend {backend} was asked for but Keras loaded {loaded} "
+            f"even with KERAS_BACKEND={backend}; is the {backend} backend installed?"
+        )
+    env = dict(os.environ, KERAS_BACKEND=backend, **{_RESTARTED: "1"})
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if os.path.basename(root) not in ("site-packages", "dist-packages"):  # a checkout
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    print(f"Keras was loaded with {loaded}; running again with KERAS_BACKEND={backend}", flush=True)
+    return subprocess.call([sys.executable, "-m", "keras_mgu", *argv], env=env)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``keras-mgu`` command line on ``argv`` (default ``sys.argv[1:]``).
+
+    Returns the exit status (0 on success). Bad arguments exit through
+    ``argparse`` (status 2, with the usage and a message on stderr).
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser().parse_args(argv)
+    try:
+        args.check(args)
+        backend = getattr(args, "backend", None)
+        if backend and backend != _current_backend():
+            return _restart_with_backend(argv, backend)
+        return args.handler(args)
+    except UsageError as err:
+        args.subparser.error(str(err))  # exits with status 2
+        raise  # unreachable: error() exits

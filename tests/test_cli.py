@@ -1,0 +1,194 @@
+"""The ``keras-mgu`` command line: in process, as ``python -m keras_mgu``, and installed."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+import keras_mgu.cli
+from keras_mgu.cli import main
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+TINY = ["--quick", "--units", "4"]
+
+
+def subprocess_env(**extra):
+    """The environment of a child process: this backend, quiet TensorFlow, no checkout path."""
+    env = dict(os.environ, KERAS_BACKEND=keras.backend.backend(), TF_CPP_MIN_LOG_LEVEL="3")
+    env.pop("PYTHONPATH", None)
+    env.pop("KERAS_MGU_CLI_RESTARTED", None)
+    return {**env, **extra}
+
+
+def last_line_rmse(output: str) -> float:
+    lines = output.strip().splitlines()
+    match = re.fullmatch(r"test RMSE: ([0-9.]+)", lines[-1])
+    assert match, output[-2000:]
+    return float(match.group(1))
+
+
+def test_identify_quick_writes_results(tmp_path, capsys):
+    backend = keras.backend.backend()
+    argv = ["identify", *TINY, "--backend", backend, "--out", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"backend: {backend}" in out
+    assert "test 256 samples" in out  # --quick's short simulated record
+    results = json.loads((tmp_path / "results.json").read_text())
+    # --quick passes small iterations and time budget explicitly; the rest is derived.
+    assert results["settings"] == {
+        "units": [4], "iterations": 40, "steps_per_epoch": 40, "time_budget": 30.0,
+    }  # fmt: skip
+    assert results["restarts"] == 2 and results["n_initial"] == 50
+    assert results["dataset"] == "simulated-tanks" and results["protocol"] is None
+    mgu = results["MGU"]
+    assert len(mgu["validation_scores"]) == 2
+    assert mgu["config"]["units"] == [4] and mgu["config"]["iterations"] == 40
+    for key in ("rmse", "rmse_benchmark"):
+        assert np.isfinite(mgu[key]) and mgu[key] > 0
+    assert last_line_rmse(out) == pytest.approx(mgu["rmse"], rel=1e-3)
+    for name in ("test_simulation", "test_residual", "training"):
+        assert (tmp_path / f"mgu_{name}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_identify_scores_a_benchmark_in_its_protocol_unit(tmp_path, capsys, shared_data_dir):
+    path = os.path.join(shared_data_dir, "cascaded_tanks")
+    if not os.path.isdir(path):
+        pytest.skip("the Cascaded Tanks benchmark is not beside this checkout")
+    argv = ["identify", *TINY, "--iterations", "4", "--dataset", "cascaded-tanks"]
+    assert main([*argv, "--data-path", path, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    results = json.loads((tmp_path / "results.json").read_text())
+    protocol = results["protocol"]
+    assert protocol["name"] == "cascaded_tanks" and protocol["unit"] == "V"
+    assert results["n_initial"] == protocol["n_initial"] == 5
+    mgu = results["MGU"]
+    assert mgu["rmse_in_unit"] == pytest.approx(mgu["rmse"] * protocol["scale"])
+    assert re.search(r"^MGU test RMSE in V: [0-9.]+ \(all\), [0-9.]+ \(from sample 5\)$", out,
+                     re.MULTILINE)  # fmt: skip
+    assert "| from sample 5 [V] |" in out
+
+
+def test_n_initial_option_overrides_the_default(tmp_path, capsys):
+    argv = ["identify", *TINY, "--iterations", "2", "--n-initial", "7", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["n_initial"] == 7
+    assert "from sample 7" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--dataset", "wh2009"], "--dataset wh2009 needs --data-path"),
+        (["--dataset", "emps", "--data-path", "/no/such/folder"], "no such file or folder"),
+        (["--train-csv", "est.csv"], "--train-csv and --test-csv go together"),
+        (["--train-csv", "/no/such.csv", "--test-csv", "/no/t.csv"], "no such file"),
+        (["--data-path", "."], "--data-path goes with --dataset"),
+        (["--units", "0"], "argument --units: expected a positive integer"),
+        (["--time-budget", "-1"], "argument --time-budget: expected a positive number"),
+        (["--dataset", "silverbox"], "invalid choice: 'silverbox'"),
+    ],
+)
+def test_bad_arguments_exit_with_a_message(argv, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["identify", *argv, "--out", str(tmp_path)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "keras-mgu identify: error:" in err and message in err
+    assert not (tmp_path / "results.json").exists()
+
+
+def test_identify_help_shows_options_and_defaults(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["identify", "--help"])
+    assert exit_info.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())  # undo argparse's line wrapping
+    for option in ("--units", "--iterations", "--window", "--batch-size", "--learning-rate"):
+        assert re.search(rf"{option} \S+ .*?\(default: derived from the record\)", out), option
+    assert "--restarts N runs to choose from on the validation record (default: 3)" in out
+    assert "{simulated-tanks,cascaded-tanks,wh2009,emps}" in out
+    for option in ("--time-budget", "--n-initial", "--compare", "--backend", "--quick"):
+        assert option in out
+
+
+def test_backend_option_restarts_the_process(monkeypatch, tmp_path):
+    other = "jax" if keras.backend.backend() != "jax" else "tensorflow"
+    calls = []
+    monkeypatch.setattr(
+        keras_mgu.cli.subprocess, "call", lambda cmd, env: calls.append((cmd, env)) or 7
+    )
+    argv = ["identify", "--quick", "--backend", other, "--out", str(tmp_path)]
+    assert main(argv) == 7  # the child's exit status
+    [(cmd, env)] = calls
+    assert cmd == [sys.executable, "-m", "keras_mgu", *argv]
+    assert env["KERAS_BACKEND"] == other
+    assert not (tmp_path / "results.json").exists()  # nothing ran here
+    # A child whose Keras still loaded another backend stops instead of looping.
+    monkeypatch.setenv("KERAS_MGU_CLI_RESTARTED", "1")
+    with pytest.raises(SystemExit, match=f"--backend {other} was asked for"):
+        main(argv)
+
+
+def test_python_m_keras_mgu(tmp_path):
+    run = lambda *args: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "keras_mgu", *args], capture_output=True, text=True,
+        cwd=ROOT, env=subprocess_env(), timeout=300,
+    )  # fmt: skip
+    helped = run("--help")
+    assert helped.returncode == 0, helped.stderr[-2000:]
+    assert re.search(r"^\s+identify\s+identify a dynamical system", helped.stdout, re.MULTILINE)
+    bad = run("identify", "--dataset", "wh2009", "--out", str(tmp_path))
+    assert bad.returncode == 2
+    assert "keras-mgu identify: error: --dataset wh2009 needs --data-path" in bad.stderr
+    assert re.search(r"^usage: keras-mgu identify", bad.stderr, re.MULTILINE)
+
+
+def site_packages() -> list[str]:
+    """This interpreter's site-packages folders."""
+    return [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
+
+
+def test_console_script_in_a_fresh_venv(tmp_path):
+    """``pip install`` (not editable) into a new venv, then run ``keras-mgu`` away from ROOT.
+
+    The venv reuses this environment's packages through a ``.pth`` file, so
+    nothing is downloaded; the checkout is not on its path.
+    """
+    pytest.importorskip("hatchling", reason="building the wheel needs hatchling (dev extra)")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    with open(os.path.join(purelib, "_parent_environment.pth"), "w") as f:
+        f.write("\n".join(site_packages()) + "\n")
+    # The native loops' cache key carries the install folder, so this copy would compile them
+    # afresh (about a minute) and leave a library in the cache on every run: keep them off.
+    env = subprocess_env(PIP_DISABLE_PIP_VERSION_CHECK="1", KERAS_MGU_NATIVE="0")
+    pip = [python, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index"]
+    installed = subprocess.run(
+        [*pip, "--ignore-installed", ROOT], capture_output=True, text=True, cwd=tmp_path,
+        env=env, timeout=300,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stdout[-2000:] + installed.stderr[-2000:]
+    find = "import importlib.util; print(importlib.util.find_spec('keras_mgu').origin)"
+    where = subprocess.run(
+        [python, "-c", find], capture_output=True, text=True, cwd=tmp_path, env=env, check=True
+    ).stdout.strip()
+    assert where == os.path.join(purelib, "keras_mgu", "__init__.py")  # not the checkout
+    script = str(venv / "bin" / "keras-mgu")
+    ran = subprocess.run(
+        [script, "identify", *TINY, "--iterations", "4", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert np.isfinite(last_line_rmse(ran.stdout))
+    assert (tmp_path / "out" / "results.json").exists()
