@@ -11,7 +11,10 @@ validation. Each run goes to ``--out/BENCHMARK/BACKEND_seedS.json``.
 
 ``--report`` turns the JSON files into the markdown tables of README.md and
 ``benchmarks/RESULTS.md``: per benchmark and backend the per-seed scores,
-median, worst and the median wall time of ``identify`` (all restarts).
+median, worst, the score of the simulation from the estimation start (no
+measured test output used), the median validation RMSE of the chosen runs
+(standardised units: what variants are compared by) and the median wall time
+of ``identify`` (all restarts).
 
 Usage::
 
@@ -84,6 +87,8 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
         runs.append(
             {
                 "seed": run.seed,
+                "structure": run.structure,
+                "resolved": _jsonable(dataclasses.asdict(run.config)),
                 "validation": run.validation_score,
                 "validation_rmse": run.validation_rmse,
                 "best_iteration": run.best_iteration,
@@ -100,7 +105,6 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
         "seed": seed,
         "restarts": args.restarts,
         "config": overrides,
-        "resolved": _jsonable(dataclasses.asdict(found.config)),
         "linear_models": found.linear_table,
         "unit": protocol.unit,
         "n_initial": protocol.n_initial,
@@ -177,8 +181,8 @@ def report(out: str) -> str:
     """Markdown: one row per benchmark and backend."""
     lines = [
         "| benchmark | backend | seeds | test RMSE per seed | median | worst | "
-        "from the estimation start, median | identify time, median |",
-        "|---|---|---|---|---:|---:|---:|---:|",
+        "from the estimation start, median | validation RMSE, median | identify time, median |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|",
     ]
     order = {name: i for i, name in enumerate(BENCHMARKS)}
     for (benchmark, backend), results in sorted(
@@ -192,9 +196,17 @@ def report(out: str) -> str:
             f"{' / '.join(f'{v:.3g}' for v in tests)} {unit} | "
             f"{statistics.median(tests):.3g} {unit} | {max(tests):.3g} {unit} | "
             f"{statistics.median(r['test_all'] for r in results):.3g} {unit} | "
+            f"{_validation_median(results)} | "
             f"{statistics.median(r['seconds'] for r in results):.0f} s |"
         )
     return "\n".join(lines)
+
+
+def _validation_median(results: list[dict]) -> str:
+    """Median over seeds of the chosen run's validation RMSE (standardised), or a dash."""
+    values = [r["runs"][r["chosen"]].get("validation_rmse") for r in results]
+    values = [v for v in values if v is not None]
+    return f"{statistics.median(values):.3f}" if len(values) == len(results) else "-"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,7 +31,7 @@ from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.identification import Identification, SignalPath
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.model import LearnedInitialState, build_simulator
-from keras_mgu.sysid.recipe import RunResult, identify, prepare, train_simulator
+from keras_mgu.sysid.recipe import RunResult, Structure, identify, structures, train_simulator
 from keras_mgu.sysid.scoring import CONVENTIONS, rmse, score
 from keras_mgu.sysid.state import fit_initial_state
 from keras_mgu.sysid.windows import TrainingWindows
@@ -44,13 +44,14 @@ __all__ = [
     "RecipeConfig",
     "RunResult",
     "SignalPath",
+    "Structure",
     "TrainingWindows",
     "build_simulator",
     "fit_initial_state",
     "identify",
-    "prepare",
     "rmse",
     "score",
     "select_linear_model",
+    "structures",
     "train_simulator",
 ]

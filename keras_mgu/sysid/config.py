@@ -19,7 +19,7 @@ iterations                  2,000                                  ``N / 8``, 2,
 weight decay                0.1                                    ``0.1 * 2000 / iterations``
 validation                  continues the estimation record        on its own, from its first
                                                                    ``n`` samples
-time budget (all restarts)  ``100 s + 5 ms * N``, at most 570 s    (same)
+time budget (all restarts)  ``100 s + 6 ms * N``, at most 570 s    (same)
 ==========================  =====================================  ==========================
 """
 
@@ -42,7 +42,7 @@ SHORT_ITERATIONS, LONG_ITERATIONS_MAX = 2000, 10_000
 #: Weight decay of the short-record recipe (at ``SHORT_ITERATIONS``).
 WEIGHT_DECAY = 0.1
 #: The default time budget: ``BUDGET_BASE + BUDGET_PER_SAMPLE * N`` s, at most ``BUDGET_MAX``.
-BUDGET_BASE, BUDGET_PER_SAMPLE, BUDGET_MAX = 100.0, 0.005, 570.0
+BUDGET_BASE, BUDGET_PER_SAMPLE, BUDGET_MAX = 100.0, 0.006, 570.0
 
 
 def _positive_int(name: str, value: object, allow_none: bool = False) -> None:
@@ -244,5 +244,5 @@ def _batch(window: int) -> int:
 
 
 def default_time_budget(n_samples: int) -> float:
-    """Seconds for all restarts: ``100 + 0.005 N``, at most 570 (under 10 minutes)."""
+    """Seconds for all runs: ``100 + 0.006 N``, at most 570 (under 10 minutes)."""
     return float(min(BUDGET_MAX, BUDGET_BASE + BUDGET_PER_SAMPLE * n_samples))

@@ -80,15 +80,14 @@ def _check_signal(name: str, value: Any, channels: int) -> np.ndarray:
 
 @dataclasses.dataclass
 class Identification:
-    """The result of :func:`identify`: the chosen model and every restart's score.
+    """The result of :func:`identify`: the chosen run and every restart.
 
     ``simulate`` and ``score`` work in physical units.
 
     Attributes:
-        runs: Every restart (:class:`~keras_mgu.sysid.RunResult`).
-        best: Index of the run with the best validation score.
-        path: Physical signals to the network's and back.
-        config: The resolved settings.
+        runs: Every restart (:class:`~keras_mgu.sysid.RunResult`, each with its
+            model, resolved settings and signal path).
+        best: Index of the run kept (best validation score).
         n_initial: The data's protocol ``n`` (measured outputs a test record
             gives to set the state), or None.
         start: The estimation record's first ``u``, ``y`` samples (physical),
@@ -96,14 +95,11 @@ class Identification:
             outputs are given.
         linear_table: The linear models tried, with their validation RMSE
             (:func:`~keras_mgu.sysid.linear.select_linear_model`).
-        members: Runs whose simulations are averaged (the network outputs);
-            empty: the best run alone.
+        members: Runs whose simulations are averaged; empty: the best run.
     """
 
     runs: list
     best: int
-    path: SignalPath
-    config: RecipeConfig
     n_initial: int | None = None
     start: tuple[np.ndarray, np.ndarray] | None = None
     linear_table: list = dataclasses.field(default_factory=list)
@@ -113,6 +109,16 @@ class Identification:
     def model(self) -> keras.Model:
         """The chosen run's network (standardised units; see ``path``)."""
         return self.runs[self.best].model
+
+    @property
+    def path(self) -> SignalPath:
+        """The chosen run's signal path (physical signals to the network's)."""
+        return self.runs[self.best].path
+
+    @property
+    def config(self) -> RecipeConfig:
+        """The chosen run's resolved settings."""
+        return self.runs[self.best].config
 
     @property
     def normalizer(self) -> Normalizer:
@@ -136,54 +142,18 @@ class Identification:
                 taken to start as the estimation record did (the learned
                 state, or the encoder on that record's first samples).
         """
-        u = _check_signal("u", u, len(self.path.outer.u_mean))
-        if y_initial is None:
-            return self._simulate_from_start(u)
-        y_initial = _check_signal("y_initial", y_initial, len(self.path.outer.y_mean))
-        n = len(y_initial)
-        if not 1 <= n < len(u):
-            raise ValueError(
-                f"`y_initial` has {n} samples; give between 1 and {len(u) - 1} (fewer than the "
-                f"{len(u)} samples of `u`, so that some are left to simulate)."
-            )
-        x, y_lin = self.path.inputs(u, y_initial[0])
-        y_hist = self.path.targets(y_initial, None if y_lin is None else y_lin[:n])
-        y_net = self._network(x, y_hist)
-        y = self.path.outputs(y_net, y_lin)
-        y[:n] = y_initial
-        return y
-
-    def _simulate_from_start(self, u: np.ndarray) -> np.ndarray:
-        y0 = self.start[1][0] if self.start is not None else self.path.outer.y_mean
-        x, y_lin = self.path.inputs(u, np.asarray(y0))
-        if self.config.initial_state == "encoder":
-            u0, yh = self.start
-            xs, ys_lin = self.path.inputs(u0, yh[0])
-            past = encoder_history(xs, self.path.targets(yh, ys_lin), self.config.n_initial)
-            y_net = self._predict(lambda m: m([*past, x[None].astype("float32")], training=False))
-        else:
-            y_net = self._predict(lambda m: m(x[None].astype("float32"), training=False))
-        return self.path.outputs(y_net, y_lin)
-
-    def _network(self, x: np.ndarray, y_hist: np.ndarray) -> np.ndarray:
-        """The network's outputs ``(N, n_outputs)`` after the ``n`` given samples."""
-        n = len(y_hist)
-        if self.config.initial_state == "encoder":
-            past = encoder_history(x[:n], y_hist, self.config.n_initial)
-            rest = x[None, n:].astype("float32")
-            y_net = self._predict(lambda m: m([*past, rest], training=False))
-            return np.concatenate([y_hist, y_net])
-
-        def fitted(model: keras.Model) -> np.ndarray:
-            sim, states = fit_initial_state(model, x[:n], y_hist)
-            return sim([x[None].astype("float32"), *(s[None] for s in states)], training=False)
-
-        return self._predict(fitted)
-
-    def _predict(self, call) -> np.ndarray:
-        models = [self.runs[k].model for k in self.members] or [self.model]
-        outputs = [keras.ops.convert_to_numpy(call(m))[0].astype(np.float64) for m in models]
-        return np.mean(outputs, axis=0)
+        outer = self.path.outer
+        u = _check_signal("u", u, len(outer.u_mean))
+        if y_initial is not None:
+            y_initial = _check_signal("y_initial", y_initial, len(outer.y_mean))
+            if not 1 <= len(y_initial) < len(u):
+                raise ValueError(
+                    f"`y_initial` has {len(y_initial)} samples; give between 1 and {len(u) - 1} "
+                    f"(fewer than the {len(u)} samples of `u`, so that some are left to simulate)."
+                )
+        members = self.members or (self.best,)
+        sims = [_RunSimulator(self.runs[k], self.start).simulate(u, y_initial) for k in members]
+        return np.mean(sims, axis=0)
 
     def validation_rmse(self, data: Any) -> float:
         """RMSE of ``data.validation`` in standardised output units, as training scored it.
@@ -192,15 +162,15 @@ class Identification:
         after it (from the estimation start); a separate one from its own
         first ``n_initial`` samples, scored after them.
         """
-        val = data.validation
+        val, outer = data.validation, self.path.outer
         if self.config.validation_continues:
             est = data.estimation
             y_sim = self.simulate(np.concatenate([est.u, val.u]))[est.n_samples :]
-            err = self.path.outer.transform_y(y_sim) - self.path.outer.transform_y(val.y)
+            err = outer.transform_y(y_sim) - outer.transform_y(val.y)
         else:
             n = self.config.n_initial
             y_sim = self.simulate(val.u, val.y[:n])
-            err = self.path.outer.transform_y(y_sim[n:]) - self.path.outer.transform_y(val.y[n:])
+            err = outer.transform_y(y_sim[n:]) - outer.transform_y(val.y[n:])
         value = float(np.sqrt(np.mean(err**2)))
         return value if np.isfinite(value) else float("inf")
 
@@ -217,3 +187,50 @@ class Identification:
         n = n_initial or self.n_initial or 50
         y_sim = self.simulate(record.u, record.y[:n])
         return score(record.y, y_sim, "benchmark", n)
+
+
+@dataclasses.dataclass
+class _RunSimulator:
+    """One run's simulation in physical units (checked inputs)."""
+
+    run: Any
+    start: tuple[np.ndarray, np.ndarray] | None
+
+    def simulate(self, u: np.ndarray, y_initial: np.ndarray | None) -> np.ndarray:
+        path = self.run.path
+        if y_initial is None:
+            return self._from_start(u)
+        n = len(y_initial)
+        x, y_lin = path.inputs(u, y_initial[0])
+        y_hist = path.targets(y_initial, None if y_lin is None else y_lin[:n])
+        y = path.outputs(self._network(x, y_hist), y_lin)
+        y[:n] = y_initial
+        return y
+
+    def _from_start(self, u: np.ndarray) -> np.ndarray:
+        path, config = self.run.path, self.run.config
+        y0 = self.start[1][0] if self.start is not None else np.asarray(path.outer.y_mean)
+        x, y_lin = path.inputs(u, y0)
+        if config.initial_state == "encoder":
+            u0, yh = self.start
+            xs, ys_lin = path.inputs(u0, yh[0])
+            past = encoder_history(xs, path.targets(yh, ys_lin), config.n_initial)
+            y_net = self._call([*past, x[None].astype("float32")])
+        else:
+            y_net = self._call(x[None].astype("float32"))
+        return path.outputs(y_net, y_lin)
+
+    def _network(self, x: np.ndarray, y_hist: np.ndarray) -> np.ndarray:
+        """The network's outputs ``(N, n_outputs)`` after the ``n`` given samples."""
+        n, model = len(y_hist), self.run.model
+        if self.run.config.initial_state == "encoder":
+            past = encoder_history(x[:n], y_hist, self.run.config.n_initial)
+            y_net = self._call([*past, x[None, n:].astype("float32")])
+            return np.concatenate([y_hist, y_net])
+        sim, states = fit_initial_state(model, x[:n], y_hist)
+        inputs = [x[None].astype("float32"), *(s[None] for s in states)]
+        return keras.ops.convert_to_numpy(sim(inputs, training=False))[0].astype(np.float64)
+
+    def _call(self, inputs: Any) -> np.ndarray:
+        out = self.run.model(inputs, training=False)
+        return keras.ops.convert_to_numpy(out)[0].astype(np.float64)

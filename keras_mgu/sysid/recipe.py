@@ -14,11 +14,13 @@ One run (:func:`train_simulator`), on records as the network sees them:
    (:class:`~keras_mgu.callbacks.WeightedEarlyStopping`).
 
 :func:`identify` standardises the data (statistics of the estimation record
-only), fits a linear model first where it explains the validation record
-(:mod:`~keras_mgu.sysid.linear`), derives the settings the config leaves open
-from the record (:mod:`~keras_mgu.sysid.config`), trains ``restarts`` runs
-from different seeds and keeps the one with the best *validation* score. The
-test record is never seen by any of it.
+only), fits a linear model first (:mod:`~keras_mgu.sysid.linear`), derives
+the settings the config leaves open from the record
+(:mod:`~keras_mgu.sysid.config`), trains ``restarts`` runs from different
+seeds (where the linear model explains the validation record, of both
+structures: the network on its residual and the network alone) and keeps the
+one with the best *validation* score. The test record is never seen by any of
+it.
 """
 
 from __future__ import annotations
@@ -39,16 +41,18 @@ from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.model import build_simulator
 from keras_mgu.sysid.windows import TrainingWindows
 
-__all__ = ["RunResult", "identify", "prepare", "train_simulator"]
+__all__ = ["RunResult", "Structure", "identify", "structures", "train_simulator"]
 
 @dataclasses.dataclass
 class RunResult:
-    """One trained run: its model, seed and validation scores.
+    """One trained run: its model, seed, settings and validation scores.
 
     ``validation_score`` is the early-stopping score (the network's units);
     ``validation_rmse`` is the RMSE of the validation record alone in the
     estimation record's standardised output units, the same for every
-    structure (with or without the linear model), set by :func:`identify`.
+    structure (with or without the linear model). ``structure`` and ``path``
+    say how the network's signals relate to the physical ones; these three are
+    set by :func:`identify`.
     """
 
     model: keras.Model
@@ -57,7 +61,10 @@ class RunResult:
     best_iteration: int
     seconds: float
     stopper: WeightedEarlyStopping
+    config: RecipeConfig | None = None
     validation_rmse: float = float("nan")
+    structure: str = "network"
+    path: SignalPath | None = None
 
 
 def _check_record(record: Any, what: str, min_samples: int = 2) -> Record:
@@ -162,7 +169,7 @@ def train_simulator(
     )  # fmt: skip
     return RunResult(
         model, seed, float(stopper.best_score), int(stopper.best_iteration or 0),
-        time.perf_counter() - start, stopper,
+        time.perf_counter() - start, stopper, config,
     )  # fmt: skip
 
 
@@ -177,35 +184,66 @@ def _network_records(path: SignalPath, data: SysIdData, continues: bool) -> tupl
     return joined.slice(0, est.n_samples), joined.slice(est.n_samples, None)
 
 
-def prepare(data: SysIdData, config: RecipeConfig) -> tuple[SignalPath, RecipeConfig, list]:
-    """The signal path and the resolved settings for ``data``, and the linear models tried.
+@dataclasses.dataclass
+class Structure:
+    """One way to model the data: the network alone, or on a linear model's residual.
 
-    The linear model is fitted on the standardised estimation record and kept
-    when the config asks for it, or (``linear_prior=None``) when it explains
-    the validation record (:func:`~keras_mgu.sysid.linear.select_linear_model`).
+    Attributes:
+        name: ``"network"`` or ``"linear+network"``.
+        path: Physical signals to the network's and back.
+        config: The settings resolved for it.
+    """
+
+    name: str
+    path: SignalPath
+    config: RecipeConfig
+
+
+def structures(data: SysIdData, config: RecipeConfig) -> tuple[list[Structure], list[dict]]:
+    """The structures the restarts try, and the linear models fitted (orders, validation RMSE).
+
+    The linear model is fitted on the standardised estimation record. With
+    ``config.linear_prior`` ``None`` both structures are tried where it
+    explains the validation record
+    (:func:`~keras_mgu.sysid.linear.select_linear_model`), else the network
+    alone; ``True`` or ``False`` force one.
     """
     outer = Normalizer.fit(data.estimation)
     est, val = outer.transform(data.estimation), outer.transform(data.validation)
-    draft = config.resolved(est.n_samples, data.n_initial)  # the validation layout
-    linear, table = None, []
-    if config.linear_prior is not False:
-        linear, table = select_linear_model(est, val, continues=draft.validation_continues)
-        if linear is None and config.linear_prior:
-            linear = LinearModel.fit(est.u, est.y, min(table, key=_val_rmse)["na"])
-    inner = None
-    if linear is not None:
-        y_lin = linear.simulate(est.u, est.y[0])
-        inner = Normalizer.fit(Record(np.concatenate([est.u, y_lin], axis=1), est.y - y_lin))
-    resolved = config.resolved(
-        est.n_samples, data.n_initial,
-        time_constant=None if linear is None else linear.time_constant,
-        linear_prior=linear is not None,
-    )  # fmt: skip
-    return SignalPath(outer, linear, inner), resolved, table
+    n, lag = est.n_samples, data.n_initial
+    plain = Structure("network", SignalPath(outer), config.resolved(n, lag, linear_prior=False))
+    if config.linear_prior is False:
+        return [plain], []
+    continues = plain.config.validation_continues
+    linear, table = select_linear_model(est, val, continues=continues)
+    if linear is None and config.linear_prior and table:
+        linear = LinearModel.fit(est.u, est.y, min(table, key=_val_rmse)["na"])
+    if linear is None:
+        return [plain], table
+    y_lin = linear.simulate(est.u, est.y[0])
+    inner = Normalizer.fit(Record(np.concatenate([est.u, y_lin], axis=1), est.y - y_lin))
+    resolved = config.resolved(n, lag, time_constant=linear.time_constant, linear_prior=True)
+    prior = Structure("linear+network", SignalPath(outer, linear, inner), resolved)
+    return ([prior] if config.linear_prior else [plain, prior]), table
 
 
 def _val_rmse(row: dict) -> float:
     return row["validation_rmse"]
+
+
+def _next_run(options: list[Structure], runs: list[RunResult], seed: int) -> tuple:
+    """``(structure, seed)`` of the next run: each structure once with ``seed``, then the
+    structure whose run validated best, with seeds ``seed + 1000 k``."""
+    if len(runs) < len(options):
+        return options[len(runs)], seed
+    best = runs[_best_run(runs)].structure
+    done = sum(run.structure == best for run in runs)
+    return next(o for o in options if o.name == best), seed + 1000 * done
+
+
+def _best_run(runs: list[RunResult]) -> int:
+    """The run kept: the lowest validation RMSE (standardised, any structure)."""
+    return int(np.argmin([r.validation_rmse for r in runs]))
 
 
 def identify(
@@ -219,9 +257,14 @@ def identify(
     """Identify a simulation model of ``data`` (physical units) with the recipe.
 
     Standardises with the estimation record's statistics, fits the linear
-    model first where it helps, trains ``restarts`` runs (seeds
-    ``seed + 1000 * k``), each within its share of the time budget, and keeps
-    the run with the lowest validation score. ``data.test`` is not used.
+    model, resolves the settings the config leaves open, and trains
+    ``restarts`` runs (seeds ``seed + 1000 * k``), all within the time budget.
+    Where the linear model explains the validation record, one run more is
+    trained: the network alone and the network on the linear model's residual
+    each start with ``seed``, and the remaining ``restarts - 1`` runs use the
+    structure whose run validated better. The run kept has the lowest
+    validation RMSE (:attr:`RunResult.validation_rmse`). ``data.test`` is not
+    used.
 
     Args:
         data: Estimation, validation and test records.
@@ -237,42 +280,48 @@ def identify(
         raise TypeError(f"`data` must be a keras_mgu.datasets.SysIdData; got {type(data)}.")
     if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 1:
         raise ValueError(f"`restarts` must be a positive integer; received {restarts!r}.")
-    path, config, linear_table = prepare(data, config or RecipeConfig())
-    est, val = _network_records(path, data, config.validation_continues)
+    options, linear_table = structures(data, config or RecipeConfig())
+    records = {
+        o.name: _network_records(o.path, data, o.config.validation_continues) for o in options
+    }
+    lag = options[0].config.n_initial
+    first = (data.estimation.u[:lag], data.estimation.y[:lag])
     if verbose:
-        _print_settings(data, config, path, restarts)
-    runs, start = [], time.perf_counter()
-    for k in range(restarts):
-        left = config.time_budget - (time.perf_counter() - start)
-        share = max(left / (restarts - k), 1e-3)
-        run = train_simulator(est, val, config, seed + 1000 * k, verbose, callbacks, share)
+        _print_settings(data, options, restarts)
+    runs, start, total = [], time.perf_counter(), restarts + len(options) - 1
+    for k in range(total):
+        option, run_seed = _next_run(options, runs, seed)
+        left = options[0].config.time_budget - (time.perf_counter() - start)
+        share = max(left / (total - k), 1e-3)
+        est, val = records[option.name]
+        run = train_simulator(est, val, option.config, run_seed, verbose, callbacks, share)
+        run.structure, run.path = option.name, option.path
+        single = Identification([run], 0, data.n_initial, first)
+        run.validation_rmse = single.validation_rmse(data)
         if verbose:
             print(
-                f"restart {k + 1}/{restarts} (seed {run.seed}): validation score "
-                f"{run.validation_score:.4f} at iteration {run.best_iteration}, "
-                f"{run.seconds:.0f} s",
+                f"run {k + 1}/{total} ({option.name}, seed {run.seed}): validation RMSE "
+                f"{run.validation_rmse:.4f} (standardised), best at iteration "
+                f"{run.best_iteration}, {run.seconds:.0f} s",
                 flush=True,
             )
         runs.append(run)
-    scores = [r.validation_score if np.isfinite(r.validation_score) else np.inf for r in runs]
-    lag = config.n_initial
-    first = (data.estimation.u[:lag], data.estimation.y[:lag])
-    best = int(np.argmin(scores))
-    found = Identification(runs, best, path, config, data.n_initial, first, linear_table)
-    for k, run in enumerate(runs):
-        run.validation_rmse = dataclasses.replace(found, best=k).validation_rmse(data)
-    return found
+    return Identification(runs, _best_run(runs), data.n_initial, first, linear_table)
 
 
-def _print_settings(data: SysIdData, config: RecipeConfig, path: SignalPath, restarts: int):
-    linear = "none" if path.linear is None else f"ARX{path.linear.orders}"
-    encoder = config.initial_state == "encoder"
-    print(
-        f"recipe: {data.estimation.n_samples} estimation samples -> {config.cell.upper()} "
-        f"{list(config.units)}, {config.initial_state} initial state"
-        f"{f' (encoder of {config.n_initial} samples)' if encoder else ''}"
-        f", linear model {linear}, window {config.window} x batch {config.batch_size}, "
-        f"{config.iterations} iterations, learning rate {config.learning_rate:g}, weight decay "
-        f"{config.weight_decay:.3g}, {restarts} restart(s) within {config.time_budget:.0f} s",
-        flush=True,
-    )
+def _print_settings(data: SysIdData, options: list[Structure], restarts: int) -> None:
+    extra = " and one run of the other structure" if len(options) > 1 else ""
+    print(f"recipe: {data.estimation.n_samples} estimation samples, {restarts} restart(s){extra}")
+    for option in options:
+        config, linear = option.config, option.path.linear
+        state = config.initial_state
+        if state == "encoder":
+            state += f" of {config.n_initial} samples"
+        print(
+            f"  {option.name}: {config.cell.upper()} {list(config.units)}, {state} initial "
+            f"state, linear model {'none' if linear is None else f'ARX{linear.orders}'}, window "
+            f"{config.window} x batch {config.batch_size}, {config.iterations} iterations, "
+            f"learning rate {config.learning_rate:g}, weight decay {config.weight_decay:.3g}, "
+            f"all restarts within {config.time_budget:.0f} s",
+            flush=True,
+        )
