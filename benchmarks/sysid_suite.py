@@ -202,6 +202,24 @@ def report(out: str) -> str:
     return "\n".join(lines)
 
 
+def runs_table(out: str) -> str:
+    """Markdown: every run of every seed (structure, validation RMSE, test score); * = kept."""
+    lines = [
+        "| benchmark | backend | seed S | runs: structure (seed) validation RMSE / test |",
+        "|---|---|---|---|",
+    ]
+    for (benchmark, backend), results in sorted(load_results(out).items()):
+        for r in sorted(results, key=lambda r: r["seed"]):
+            cells = [
+                f"{'*' if k == r['chosen'] else ''}{run.get('structure', 'network')} "
+                f"({run['seed']}) {run.get('validation_rmse', float('nan')):.3f} / "
+                f"{run['test']:.3g}"
+                for k, run in enumerate(r["runs"])
+            ]
+            lines.append(f"| {benchmark} | {backend} | {r['seed']} | {' ; '.join(cells)} |")
+    return "\n".join(lines)
+
+
 def _validation_median(results: list[dict]) -> str:
     """Median over seeds of the chosen run's validation RMSE (standardised), or a dash."""
     values = [r["runs"][r["chosen"]].get("validation_rmse") for r in results]
@@ -212,7 +230,7 @@ def _validation_median(results: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.report:
-        print(report(args.out))
+        print(report(args.out) + "\n\nEvery run:\n\n" + runs_table(args.out))
     elif args.worker:
         worker(args)
     else:
