@@ -1,4 +1,4 @@
-"""Reduced runs of the recipe on the measured benchmarks (skipped where the shared files are absent)."""
+"""Reduced runs of the recipe on the measured benchmarks (skipped where their files are absent)."""
 
 import dataclasses
 import os
