@@ -246,6 +246,7 @@ def recipe_options(args: argparse.Namespace) -> dict[str, Any]:
         "batch_size": args.batch_size,
         "learning_rate": args.learning_rate,
         "time_budget": args.time_budget,
+        "n_initial": args.n_initial or None,  # the encoder reads as many as a test gives
     }
     given = {name: value for name, value in options.items() if value is not None}
     steps = next(f.default for f in dataclasses.fields(RecipeConfig) if f.name == "steps_per_epoch")
@@ -296,6 +297,8 @@ def results_row(found: Any, data: Any, n_initial: int) -> dict[str, Any]:
         "params": found.model.count_params(),
         "seconds": sum(run.seconds for run in found.runs),
         "validation_scores": found.validation_scores,
+        "validation_rmse": [run.validation_rmse for run in found.runs],
+        "structures": [run.structure for run in found.runs],
         "chosen_seed": found.runs[found.best].seed,
         "config": dataclasses.asdict(found.config),
         "rmse": found.score(data.test, "all"),
