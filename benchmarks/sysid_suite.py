@@ -21,6 +21,7 @@ Usage::
     python benchmarks/sysid_suite.py --backend jax --seeds 0 1 2 3 4
     python benchmarks/sysid_suite.py --backend torch --benchmarks emps --seeds 0 1 2
     python benchmarks/sysid_suite.py --report
+    python benchmarks/sysid_suite.py --linear          # the linear model alone, for comparison
     python benchmarks/sysid_suite.py --backend jax --benchmarks wh2009 \\
         --config '{"units": [64]}' --out benchmarks/results/suite_variants/units_64
 
@@ -57,6 +58,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data-root", default=DEFAULT_ROOT, help="folder of benchmark folders")
     parser.add_argument("--out", default=DEFAULT_OUT, help="results folder")
     parser.add_argument("--report", action="store_true", help="print the tables and exit")
+    parser.add_argument(
+        "--linear", action="store_true", help="score the linear model alone on each benchmark"
+    )
     parser.add_argument("--worker", nargs=2, metavar=("BENCHMARK", "SEED"), help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -220,6 +224,24 @@ def runs_table(out: str) -> str:
     return "\n".join(lines)
 
 
+def linear_alone(args: argparse.Namespace) -> str:
+    """Each benchmark's linear model alone (order chosen on validation), scored like the recipe."""
+    from keras_mgu import datasets, sysid
+
+    lines = []
+    for benchmark in args.benchmarks:
+        data = datasets.load_benchmark(benchmark, os.path.join(args.data_root, benchmark))
+        norm = datasets.Normalizer.fit(data.estimation)
+        est, val, test = (norm.transform(r) for r in (data.estimation, data.validation, data.test))
+        continues = data.estimation.n_samples <= 2048  # the validation layout of the recipe
+        model, _ = sysid.select_linear_model(est, val, continues=continues)
+        n, protocol = data.n_initial, data.protocol
+        y_sim = norm.inverse_transform_y(model.simulate(test.u, test.y[0]))
+        rmse = protocol.score_in_unit(sysid.rmse(data.test.y[n:], y_sim[n:]))
+        lines.append(f"{benchmark}: ARX{model.orders}, test RMSE {rmse:.3g} {protocol.unit}")
+    return "\n".join(lines)
+
+
 def _validation_median(results: list[dict]) -> str:
     """Median over seeds of the chosen run's validation RMSE (standardised), or a dash."""
     values = [r["runs"][r["chosen"]].get("validation_rmse") for r in results]
@@ -231,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.report:
         print(report(args.out) + "\n\nEvery run:\n\n" + runs_table(args.out))
+    elif args.linear:
+        print(linear_alone(args))
     elif args.worker:
         worker(args)
     else:
