@@ -123,7 +123,7 @@ def test_both_structures_are_tried_and_the_better_one_gets_the_restarts(tanks):
 
 
 def test_simulation_and_scores_are_in_physical_units(tanks):
-    found = identify(tanks, TINY, seed=0)
+    found = identify(tanks, TINY, restarts=1, seed=0)
     y_sim = found.simulate(tanks.test.u)
     assert y_sim.shape == tanks.test.y.shape
     assert found.score(tanks.test) == pytest.approx(sysid.rmse(tanks.test.y, y_sim), rel=1e-6)
@@ -135,15 +135,17 @@ def test_simulation_and_scores_are_in_physical_units(tanks):
 
 
 def test_training_lowers_the_validation_error(tanks):
-    config = dataclasses.replace(TINY, iterations=150, steps_per_epoch=50, learning_rate=0.01)
-    untrained = identify(tanks, dataclasses.replace(TINY, iterations=1, steps_per_epoch=1))
-    trained = identify(tanks, config, seed=0)
+    config = dataclasses.replace(
+        TINY, iterations=150, steps_per_epoch=50, learning_rate=0.01, linear_prior=False
+    )
+    untrained = identify(tanks, dataclasses.replace(config, iterations=1, steps_per_epoch=1), 1)
+    trained = identify(tanks, config, restarts=1, seed=0)
     assert trained.runs[0].validation_rmse < 0.8 * untrained.runs[0].validation_rmse
 
 
 def test_separate_validation_record_with_washout(tanks):
     config = dataclasses.replace(TINY, validation_continues=False, washout=5, linear_prior=False)
-    found = identify(tanks, config)
+    found = identify(tanks, config, restarts=1)
     assert np.isfinite(found.validation_scores[0])
 
 
@@ -154,7 +156,7 @@ def test_long_multichannel_record_trains_on_windows():
     est, val = Record(u[:5000], y[:5000], 1.0), Record(u[5000:], y[5000:], 1.0)
     data = SysIdData(est, val, val)
     config = dataclasses.replace(TINY, window=None, batch_size=4)
-    found = identify(data, config)
+    found = identify(data, config, restarts=1)
     # The linear model explains the record: both structures are tried. The network alone
     # trains on the longest windows; on the linear model's residual they follow its memory.
     plain, prior = found.runs[:2]
@@ -170,11 +172,11 @@ def test_the_linear_model_is_used_where_it_explains_validation():
     u = rng.normal(size=(900, 1))
     y = lfilter([1.0], [1.0, -0.8], u[:, 0])[:, None]
     data = SysIdData(Record(u[:600], y[:600]), Record(u[600:], y[600:]), Record(u, y))
-    found = identify(data, TINY)
+    found = identify(data, dataclasses.replace(TINY, linear_prior=True), restarts=1)
     assert found.path.linear is not None and found.config.linear_prior
     # The linear model alone is nearly exact; the network starts from its residual.
     assert found.linear_table and min(r["validation_rmse"] for r in found.linear_table) < 1e-6
-    off = identify(data, dataclasses.replace(TINY, linear_prior=False))
+    off = identify(data, dataclasses.replace(TINY, linear_prior=False), restarts=1)
     assert off.path.linear is None and not off.config.linear_prior
 
 
@@ -195,6 +197,6 @@ def test_reduced_run_on_the_real_benchmark(shared_data_dir):
     data = datasets.load_cascaded_tanks(path)
     config = dataclasses.replace(TINY, units=(8,), iterations=100, steps_per_epoch=50,
                                  learning_rate=0.01)  # fmt: skip
-    found = identify(data, config, restarts=2)
+    found = identify(data, config, restarts=1)
     scores = found.score(data.test), found.score(data.test, "benchmark")
     assert all(np.isfinite(s) and 0 < s < 5 * data.test.y.std() for s in scores)
