@@ -15,8 +15,10 @@ sees them), and estimates its state at the start of sample ``n``:
 
       J(h) = sum_{k < n} |y_sim(k; h) - y_hist[k]|^2 + lam |h - s|^2
 
-  (``s`` the learned state) by damped Gauss-Newton steps, the Jacobian of
-  ``y_sim`` taken by finite differences in one batched simulation.
+  (``s`` the learned state) by Levenberg-Marquardt steps (Gauss-Newton with
+  an adaptive damping ``mu``: raised tenfold after a step that does not
+  lower ``J``, lowered after one that does), the Jacobian of ``y_sim`` taken
+  by finite differences in one batched simulation.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ import numpy as np
 
 __all__ = ["encoder_history", "fit_initial_state", "state_model"]
 
-#: Gauss-Newton steps, finite-difference step and the pull towards ``s``.
-STEPS, FD_STEP, DAMPING = 8, 1e-3, 1e-2
+#: Levenberg-Marquardt trials, finite-difference step and the pull towards ``s``.
+STEPS, FD_STEP, DAMPING = 20, 1e-3, 1e-2
 
 
 def encoder_history(u_hist: np.ndarray, y_hist: np.ndarray, lag: int) -> tuple[np.ndarray, ...]:
@@ -111,16 +113,19 @@ def fit_initial_state(
     def cost(residual: np.ndarray, t: np.ndarray) -> float:
         return float(residual @ residual + lam * (t - prior) @ (t - prior))
 
+    mu, jac = 1e-3, None
     for _ in range(STEPS):
-        probes = np.vstack([theta, theta + FD_STEP * np.eye(len(theta))])
-        ys = outputs(probes)
-        residual = ys[0] - target
-        jac = (ys[1:] - ys[0]).T / FD_STEP
-        lhs = jac.T @ jac + lam * np.eye(len(theta))
-        step = np.linalg.solve(lhs, -(jac.T @ residual + lam * (theta - prior)))
-        trial = theta + step
-        if cost(outputs(trial[None])[0] - target, trial) >= cost(residual, theta):
-            break
-        theta = trial
+        if jac is None:
+            ys = outputs(np.vstack([theta, theta + FD_STEP * np.eye(len(theta))]))
+            residual = ys[0] - target
+            jac = (ys[1:] - ys[0]).T / FD_STEP
+            now = cost(residual, theta)
+            gram, grad = jac.T @ jac, jac.T @ residual + lam * (theta - prior)
+        lhs = gram + (lam + mu * (1.0 + np.diag(gram).mean())) * np.eye(len(theta))
+        trial = theta + np.linalg.solve(lhs, -grad)
+        if cost(outputs(trial[None])[0] - target, trial) < now:
+            theta, mu, jac = trial, mu / 3.0, None
+        else:
+            mu *= 10.0
     parts = np.split(theta.astype("float32"), np.cumsum(sizes)[:-1])
     return sim, parts
