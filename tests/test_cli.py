@@ -12,6 +12,7 @@ import pytest
 
 import keras_mgu.cli
 from keras_mgu.cli import main
+from tests.helpers import BACKEND_INDEPENDENT
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 TINY = ["--quick", "--units", "4"]
@@ -156,6 +157,7 @@ def site_packages() -> list[str]:
     return [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
 
 
+@BACKEND_INDEPENDENT
 def test_console_script_in_a_fresh_venv(tmp_path):
     """``pip install`` (not editable) into a new venv, then run ``keras-mgu`` away from ROOT.
 

@@ -11,6 +11,7 @@ import pytest
 
 from keras_mgu import native
 from keras_mgu.native import build
+from tests.helpers import BACKEND_INDEPENDENT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,6 +31,7 @@ def test_the_library_builds_on_this_machine():
         assert native.status(backend).available, native.status(backend).reason
 
 
+@BACKEND_INDEPENDENT
 def test_cached_library_is_reused_and_keyed_by_flags(tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_MGU_CACHE_DIR", str(tmp_path))
     first = build.library_path("core")
@@ -42,6 +44,7 @@ def test_cached_library_is_reused_and_keyed_by_flags(tmp_path, monkeypatch):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+@BACKEND_INDEPENDENT
 def test_a_failed_build_says_why_and_leaves_nothing_behind(tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_MGU_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(build, "FLAGS", (*build.FLAGS, "-fno-such-option-for-keras-mgu"))
@@ -50,6 +53,7 @@ def test_a_failed_build_says_why_and_leaves_nothing_behind(tmp_path, monkeypatch
     assert not list(tmp_path.glob("*.so")) and not list(tmp_path.glob("*.tmp"))
 
 
+@BACKEND_INDEPENDENT
 def test_without_openmp_the_batch_split_runs_on_std_threads(tmp_path):
     """A compiler that rejects the OpenMP flags builds the std::thread version of the split."""
     code = """
@@ -121,6 +125,7 @@ def test_environment_variable_turns_the_native_loops_off(tmp_path):
     assert not list(tmp_path.iterdir())  # nothing was built
 
 
+@BACKEND_INDEPENDENT
 def test_concurrent_first_use_builds_once(tmp_path):
     code = """
         import numpy as np
