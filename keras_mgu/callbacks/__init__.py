@@ -8,17 +8,22 @@
   checkpoints the best model atomically.
 * :mod:`~keras_mgu.callbacks.budget`: ``TimeBudget`` ends ``fit`` within a
   wall-time budget and shortens a ``LearningRateDecayPoints`` schedule with it.
+* :mod:`~keras_mgu.callbacks.population`: ``PopulationEarlyStopping`` gives
+  each branch of a model that trains several runs at once its own
+  ``WeightedEarlyStopping``.
 
-Both work on the TensorFlow, JAX and PyTorch backends.
+All work on the TensorFlow, JAX and PyTorch backends.
 """
 
 from keras_mgu.callbacks.budget import TimeBudget
 from keras_mgu.callbacks.decay import LearningRateDecayPoints, decay_epochs
 from keras_mgu.callbacks.early_stopping import SAVE_SUFFIXES, WeightedEarlyStopping
+from keras_mgu.callbacks.population import PopulationEarlyStopping
 
 __all__ = [
     "SAVE_SUFFIXES",
     "LearningRateDecayPoints",
+    "PopulationEarlyStopping",
     "TimeBudget",
     "WeightedEarlyStopping",
     "decay_epochs",

@@ -10,6 +10,8 @@
   first, and :func:`select_linear_model`.
 * :mod:`~keras_mgu.sysid.recipe`: :func:`identify` (restarts, selection on
   validation) and :func:`train_simulator` (one run).
+* :mod:`~keras_mgu.sysid.population`: :func:`train_population`, several
+  runs trained at once in one model.
 * :mod:`~keras_mgu.sysid.identification`: :class:`Identification`, the
   result: simulation from a learned or estimated initial state.
 * :mod:`~keras_mgu.sysid.state`: the state of a new experiment from its first
@@ -31,6 +33,7 @@ from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.identification import Identification, SignalPath
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.model import LearnedInitialState, build_simulator
+from keras_mgu.sysid.population import Member, population_groups, train_population
 from keras_mgu.sysid.recipe import RunResult, Structure, identify, structures, train_simulator
 from keras_mgu.sysid.scoring import CONVENTIONS, rmse, score
 from keras_mgu.sysid.state import fit_initial_state
@@ -41,6 +44,7 @@ __all__ = [
     "Identification",
     "LearnedInitialState",
     "LinearModel",
+    "Member",
     "RecipeConfig",
     "RunResult",
     "SignalPath",
@@ -49,9 +53,11 @@ __all__ = [
     "build_simulator",
     "fit_initial_state",
     "identify",
+    "population_groups",
     "rmse",
     "score",
     "select_linear_model",
     "structures",
+    "train_population",
     "train_simulator",
 ]

@@ -39,6 +39,7 @@ from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.identification import Identification, SignalPath
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.model import build_simulator
+from keras_mgu.sysid.population import Member, population_groups, train_population
 from keras_mgu.sysid.windows import TrainingWindows
 
 __all__ = ["RunResult", "Structure", "identify", "structures", "train_simulator"]
@@ -78,7 +79,7 @@ def _check_record(record: Any, what: str, min_samples: int = 2) -> Record:
     return record
 
 
-def _validation_data(estimation: Record, validation: Record, config: RecipeConfig):
+def validation_data(estimation: Record, validation: Record, config: RecipeConfig):
     """``(x, y, weights)``: one sequence whose weighted free-run RMSE is the validation score.
 
     A continuing validation record is simulated after the estimation record
@@ -110,12 +111,35 @@ def _validation_data(estimation: Record, validation: Record, config: RecipeConfi
     return as32(u), as32(y), weights[None]
 
 
-def _windows(estimation: Record, config: RecipeConfig, seed: int) -> TrainingWindows:
+def training_windows(estimation: Record, config: RecipeConfig, seed: int) -> TrainingWindows:
     history = config.n_initial if config.initial_state == "encoder" else 0
     return TrainingWindows(
         estimation.u, estimation.y, config.window, config.batch_size,
         config.steps_per_epoch, config.washout, seed=seed, history=history,
     )  # fmt: skip
+
+
+def build_run_model(estimation: Record, config: RecipeConfig, seed: int) -> keras.Model:
+    """The simulator a run of ``config`` trains, its weights seeded with ``seed``."""
+    encoder = config.n_initial if config.initial_state == "encoder" else None
+    return build_simulator(
+        estimation.n_inputs, estimation.n_outputs, config.units, config.linear_path,
+        seed=seed, cell=config.cell, encoder_lag=encoder,
+    )  # fmt: skip
+
+
+def run_optimizer(config: RecipeConfig) -> keras.optimizers.Optimizer:
+    """AdamW with the config's learning rate, decoupled weight decay and ``clipnorm``."""
+    return keras.optimizers.AdamW(
+        config.learning_rate, weight_decay=config.weight_decay, clipnorm=config.clipnorm
+    )
+
+
+def run_schedule(config: RecipeConfig, time_budget: float | None) -> tuple:
+    """``(schedule, budget, epochs)``: the decay points, the time budget and ``fit``'s epochs."""
+    schedule = LearningRateDecayPoints(config.decay_points, decay_rate=config.decay_rate)
+    budget = TimeBudget(time_budget or config.time_budget, schedule)
+    return schedule, budget, max(1, -(-config.iterations // config.steps_per_epoch))
 
 
 def train_simulator(
@@ -142,28 +166,20 @@ def train_simulator(
     n = _check_record(estimation, "estimation").n_samples
     config = (config or RecipeConfig()).resolved(n)
     _check_record(validation, "validation", min_samples=1)
-    encoder = config.n_initial if config.initial_state == "encoder" else None
-    model = build_simulator(
-        estimation.n_inputs, estimation.n_outputs, config.units, config.linear_path,
-        seed=seed, cell=config.cell, encoder_lag=encoder,
-    )  # fmt: skip
-    optimizer = keras.optimizers.AdamW(
-        config.learning_rate, weight_decay=config.weight_decay, clipnorm=config.clipnorm
-    )
+    model = build_run_model(estimation, config, seed)
+    optimizer = run_optimizer(config)
     rmse = keras.metrics.RootMeanSquaredError(name="rmse")
     model.compile(optimizer, "mse", weighted_metrics=[rmse])
     stopper = WeightedEarlyStopping(
         dict(config.score_weights),
-        validation_data=_validation_data(estimation, validation, config),
+        validation_data=validation_data(estimation, validation, config),
         validation_frequency=max(1, config.iterations // config.validation_checks),
         restore_best_weights=True,
     )
-    schedule = LearningRateDecayPoints(config.decay_points, decay_rate=config.decay_rate)
-    budget = TimeBudget(time_budget or config.time_budget, schedule)
-    epochs = max(1, -(-config.iterations // config.steps_per_epoch))
+    schedule, budget, epochs = run_schedule(config, time_budget)
     start = time.perf_counter()
     model.fit(
-        _windows(estimation, config, seed), epochs=epochs, verbose=verbose,
+        training_windows(estimation, config, seed), epochs=epochs, verbose=verbose,
         shuffle=False,  # windows are drawn at random
         callbacks=[schedule, budget, stopper, *callbacks],
     )  # fmt: skip
@@ -231,16 +247,6 @@ def _val_rmse(row: dict) -> float:
     return row["validation_rmse"]
 
 
-def _next_run(options: list[Structure], runs: list[RunResult], seed: int) -> tuple:
-    """``(structure, seed)`` of the next run: each structure once with ``seed``, then the
-    structure whose run validated best, with seeds ``seed + 1000 k``."""
-    if len(runs) < len(options):
-        return options[len(runs)], seed
-    best = runs[_best_run(runs)].structure
-    done = sum(run.structure == best for run in runs)
-    return next(o for o in options if o.name == best), seed + 1000 * done
-
-
 def _best_run(runs: list[RunResult]) -> int:
     """The run kept: the lowest validation RMSE (standardised, any structure)."""
     return int(np.argmin([r.validation_rmse for r in runs]))
@@ -253,6 +259,7 @@ def identify(
     seed: int = 0,
     verbose: int | str = 0,
     callbacks: Sequence[keras.callbacks.Callback] = (),
+    population: bool = True,
 ) -> Identification:
     """Identify a simulation model of ``data`` (physical units) with the recipe.
 
@@ -275,38 +282,89 @@ def identify(
         verbose: ``model.fit``'s verbosity; ``>= 1`` also prints the settings
             and a line per restart.
         callbacks: Passed to every run's ``fit``.
+        population: Train the runs that share their optimiser settings at
+            once, as one population (:func:`~keras_mgu.sysid.train_population`;
+            the same numbers as one by one, in less time). ``False``: one by
+            one.
     """
     if not isinstance(data, SysIdData):
         raise TypeError(f"`data` must be a keras_mgu.datasets.SysIdData; got {type(data)}.")
     if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 1:
         raise ValueError(f"`restarts` must be a positive integer; received {restarts!r}.")
     options, linear_table = structures(data, config or RecipeConfig())
-    records = {
-        o.name: _network_records(o.path, data, o.config.validation_continues) for o in options
-    }
     lag = options[0].config.n_initial
     first = (data.estimation.u[:lag], data.estimation.y[:lag])
     if verbose:
         _print_settings(data, options, restarts)
-    runs, start, total = [], time.perf_counter(), restarts + len(options) - 1
-    for k in range(total):
-        option, run_seed = _next_run(options, runs, seed)
-        left = options[0].config.time_budget - (time.perf_counter() - start)
-        share = max(left / (total - k), 1e-3)
-        est, val = records[option.name]
-        run = train_simulator(est, val, option.config, run_seed, verbose, callbacks, share)
+    trainer = _Trainer(data, options, population, verbose, callbacks, restarts)
+    runs = trainer.train([(option, seed) for option in options])
+    winner = next(o for o in options if o.name == runs[_best_run(runs)].structure)
+    runs += trainer.train([(winner, seed + 1000 * k) for k in range(1, restarts)])
+    return Identification(runs, _best_run(runs), data.n_initial, first, linear_table)
+
+
+class _Trainer:
+    """Trains planned runs, one by one or as populations, within the time budget."""
+
+    def __init__(self, data, options, population, verbose, callbacks, restarts) -> None:
+        self.data, self.population = data, bool(population)
+        self.verbose, self.callbacks = verbose, callbacks
+        self.records = {
+            o.name: _network_records(o.path, data, o.config.validation_continues) for o in options
+        }
+        self.left = restarts + len(options) - 1  # runs still to train
+        self.budget = options[0].config.time_budget
+        self.start, self.done = time.perf_counter(), 0
+        lag = options[0].config.n_initial
+        self.first = (data.estimation.u[:lag], data.estimation.y[:lag])
+
+    def train(self, plan: list[tuple[Structure, int]]) -> list[RunResult]:
+        """Train ``plan`` (``(structure, seed)`` pairs); the results in the plan's order."""
+        if self.population:
+            groups = population_groups([option.config for option, _ in plan])
+        else:
+            groups = [[i] for i in range(len(plan))]
+        runs: dict[int, RunResult] = {}
+        for group in groups:
+            share = self._share(len(group))
+            members = [self._member(*plan[i]) for i in group]
+            if len(members) == 1:
+                m = members[0]
+                trained = [
+                    train_simulator(
+                        m.estimation, m.validation, m.config, m.seed, self.verbose,
+                        self.callbacks, share,
+                    )  # fmt: skip
+                ]
+            else:
+                trained = train_population(members, self.verbose, self.callbacks, share)
+            for i, run in zip(group, trained, strict=True):
+                runs[i] = self._scored(run, *plan[i])
+        return [runs[i] for i in range(len(plan))]
+
+    def _share(self, n_runs: int) -> float:
+        left = self.budget - (time.perf_counter() - self.start)
+        share = max(left * n_runs / self.left, 1e-3)
+        self.left -= n_runs
+        return share
+
+    def _member(self, option: Structure, seed: int) -> Member:
+        est, val = self.records[option.name]
+        return Member(est, val, option.config, seed)
+
+    def _scored(self, run: RunResult, option: Structure, seed: int) -> RunResult:
         run.structure, run.path = option.name, option.path
-        single = Identification([run], 0, data.n_initial, first)
-        run.validation_rmse = single.validation_rmse(data)
-        if verbose:
+        single = Identification([run], 0, self.data.n_initial, self.first)
+        run.validation_rmse = single.validation_rmse(self.data)
+        self.done += 1
+        if self.verbose:
             print(
-                f"run {k + 1}/{total} ({option.name}, seed {run.seed}): validation RMSE "
+                f"run {self.done} ({option.name}, seed {run.seed}): validation RMSE "
                 f"{run.validation_rmse:.4f} (standardised), best at iteration "
                 f"{run.best_iteration}, {run.seconds:.0f} s",
                 flush=True,
             )
-        runs.append(run)
-    return Identification(runs, _best_run(runs), data.n_initial, first, linear_table)
+        return run
 
 
 def _print_settings(data: SysIdData, options: list[Structure], restarts: int) -> None:

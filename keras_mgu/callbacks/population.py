@@ -1,0 +1,166 @@
+"""``PopulationEarlyStopping``: one early stopping per branch of a model that trains several.
+
+A *population* model holds ``K`` independent branches, each a Keras model
+with its own inputs and one output::
+
+    [x_1, ..., x_K] -> [y_1, ..., y_K],   loss = sum_k loss_k(y_k)
+
+Because the branches share no weights, the gradient of the sum with respect
+to branch ``k``'s weights is the gradient of ``loss_k`` alone, so one ``fit``
+trains ``K`` runs at once. This callback gives each branch what
+:class:`~keras_mgu.callbacks.WeightedEarlyStopping` gives a single model: its
+own checks, score, best weights, patience and history. A check simulates the
+validation inputs of every branch in one ``predict_on_batch`` and scores
+branch ``k`` by its weighted RMSE::
+
+    val_rmse_k = sqrt( sum_t w_t mean_j (yhat_k[t, j] - y_k[t, j])^2 / sum_t w_t )
+
+the value ``keras.metrics.RootMeanSquaredError`` gives with sample weights
+``w``. A branch whose patience runs out stops being checked (its best weights
+are kept); training stops when every branch has stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import keras
+import numpy as np
+
+from keras_mgu.callbacks.early_stopping import WeightedEarlyStopping
+
+__all__ = ["PopulationEarlyStopping", "weighted_rmse"]
+
+
+def weighted_rmse(y_pred: np.ndarray, y_true: np.ndarray, weights: np.ndarray) -> float:
+    """RMSE of ``(batch, steps, channels)`` arrays, samples weighted by ``(batch, steps)``."""
+    squared = np.mean((np.asarray(y_pred, np.float64) - y_true) ** 2, axis=-1)
+    total = float(np.sum(weights))
+    if total <= 0:
+        raise ValueError("The validation weights sum to zero: no sample is scored.")
+    return float(np.sqrt(np.sum(weights * squared) / total))
+
+
+class _BranchStopping(WeightedEarlyStopping):
+    """A branch's :class:`WeightedEarlyStopping`, its ``val_*`` values handed in."""
+
+    def __init__(self, source: Any, index: int, **kwargs) -> None:
+        self._source, self._index = source, index
+        super().__init__(**kwargs)
+
+    def _check_validation_setup(self, validation_data: Any) -> None:
+        return None  # the population callback supplies the values
+
+    def _validate(self) -> dict[str, float]:
+        return self._source.values(self._index)
+
+
+class PopulationEarlyStopping(keras.callbacks.Callback):
+    """Early stopping for each branch of a population model (see the module).
+
+    Args:
+        branches: The ``K`` branch models, in the order of the population
+            model's outputs.
+        validation_data: Per branch, ``(x, y, sample_weight)``: ``x`` the
+            branch's inputs (an array or a tuple of arrays), ``y``
+            ``(batch, steps, channels)``, ``sample_weight`` ``(batch, steps)``.
+        weights: Score weights as for :class:`WeightedEarlyStopping`; names
+            are ``val_rmse`` and ``loss`` (the branch's training loss).
+        validation_frequency: Check every ``N`` iterations (and at the first).
+        patience: ``None`` or the checks without improvement after which a
+            branch stops.
+        restore_best_weights: Restore each branch's best weights at the end.
+
+    Attributes:
+        members: The branches' :class:`WeightedEarlyStopping` objects, with
+            their ``best_score``, ``best_iteration``, ``best_weights`` and
+            ``history`` after ``fit``.
+    """
+
+    def __init__(
+        self,
+        branches: Sequence[keras.Model],
+        validation_data: Sequence[tuple],
+        weights: Mapping[str, float],
+        validation_frequency: int,
+        patience: int | None = None,
+        restore_best_weights: bool = True,
+    ) -> None:
+        super().__init__()
+        if len(branches) != len(validation_data) or not branches:
+            raise ValueError(
+                f"Give one validation (x, y, sample_weight) per branch; received "
+                f"{len(branches)} branches and {len(validation_data)} validation sets."
+            )
+        unknown = sorted(set(weights) - {"val_rmse", "loss"})
+        if unknown:
+            raise ValueError(
+                f"A population scores its branches by 'val_rmse' and 'loss'; received {unknown}."
+            )
+        if isinstance(validation_frequency, bool) or not isinstance(validation_frequency, int):
+            raise ValueError(
+                f"`validation_frequency` must be an int >= 1; received {validation_frequency!r}."
+            )
+        self.branches = list(branches)
+        self.validation_data = [tuple(v) for v in validation_data]
+        self.members = [
+            _BranchStopping(
+                self, k, weights=weights, validation_frequency=validation_frequency,
+                patience=patience, restore_best_weights=restore_best_weights,
+            )  # fmt: skip
+            for k in range(len(branches))
+        ]
+        for member, branch in zip(self.members, self.branches, strict=True):
+            member.set_model(branch)
+        self._values: list[float] | None = None
+
+    def values(self, index: int) -> dict[str, float]:
+        """``{"val_rmse": ...}`` of branch ``index`` at the current check."""
+        if self._values is None:
+            self._values = self._score_all()
+        return {"val_rmse": self._values[index]}
+
+    def _score_all(self) -> list[float]:
+        inputs = []
+        for x, _, _ in self.validation_data:
+            inputs += list(x) if isinstance(x, (tuple, list)) else [x]
+        predictions = self.model.predict_on_batch(inputs)
+        if not isinstance(predictions, (list, tuple)):
+            predictions = [predictions]
+        return [
+            weighted_rmse(keras.ops.convert_to_numpy(p), y, w)
+            for p, (_, y, w) in zip(predictions, self.validation_data, strict=True)
+        ]
+
+    def _active(self) -> list[tuple[int, WeightedEarlyStopping]]:
+        return [(k, m) for k, m in enumerate(self.members) if m.stopped_epoch is None]
+
+    def on_train_begin(self, logs: dict | None = None) -> None:
+        for member in self.members:
+            member.set_params(self.params)
+            member.on_train_begin(logs)
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        for _, member in self._active():
+            member.on_epoch_begin(epoch, logs)
+
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        self._values = None
+        logs = logs or {}
+        for k, member in self._active():
+            member.on_train_batch_end(batch, self._branch_logs(k, logs))
+        self._values = None
+        if not self._active():
+            self.model.stop_training = True
+
+    def _branch_logs(self, k: int, logs: dict) -> dict:
+        """The branch's training loss, from Keras's per-output loss (or the total for one)."""
+        name = f"{self.model.output_names[k]}_loss"
+        if name in logs:
+            return {"loss": logs[name]}
+        return {"loss": logs["loss"]} if len(self.members) == 1 and "loss" in logs else {}
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        for member in self.members:
+            member.on_train_end(logs)
