@@ -188,3 +188,37 @@ def plot_training(history_or_callback: Any, path: str | os.PathLike, window: int
         _plot_history(fig, history, epochs)
     _write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
     return path
+
+
+def plot_trials(table: list[Mapping[str, Any]], path: str | os.PathLike) -> str:
+    """Draw the validation RMSE of each trial of a sweep, the best marked; save a PNG at ``path``.
+
+    ``table`` is :attr:`keras_mgu.sysid.TuneResult.table` (rows with ``trial``,
+    ``status`` and ``validation_rmse``); failed trials are drawn as crosses at
+    the bottom. The file is written atomically. Returns ``path``.
+    """
+    path = os.fspath(path)
+    if not path.lower().endswith(".png"):
+        raise ValueError(f"`path` must end in '.png'; got '{path}'.")
+    if not table:
+        raise ValueError("`table` has no trials to draw.")
+    figure_cls, canvas_cls = _import_matplotlib()
+    fig = figure_cls(figsize=(8, 4), layout="constrained")
+    canvas_cls(fig)
+    ax = fig.add_subplot()
+    scores = np.array([float(row["validation_rmse"]) for row in table])
+    ok = np.isfinite(scores)
+    x = np.arange(len(table))
+    ax.plot(x[ok], scores[ok], "o", label="trial")
+    if ok.any():
+        best = int(np.nanargmin(np.where(ok, scores, np.nan)))
+        ax.plot([best], [scores[best]], "r*", markersize=14, label=f"best (trial {best})")
+        ax.plot(x[ok], np.minimum.accumulate(scores[ok]), "-", alpha=0.5, label="best so far")
+    if (~ok).any():
+        bottom = np.nanmin(scores) if ok.any() else 0.0
+        ax.plot(x[~ok], np.full((~ok).sum(), bottom), "kx", label="failed")
+    ax.set_xlabel("trial")
+    ax.set_ylabel("validation RMSE (standardised)")
+    ax.legend()
+    _write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+    return path

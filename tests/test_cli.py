@@ -196,3 +196,35 @@ def test_console_script_in_a_fresh_venv(tmp_path):
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     assert np.isfinite(last_line_rmse(ran.stdout))
     assert (tmp_path / "out" / "results.json").exists()
+
+
+def test_tune_prints_the_trials_and_writes_table_and_plot(tmp_path, capsys):
+    pytest.importorskip("keras_tuner")
+    argv = ["tune", *TINY, "--space", '{"units": [[3], [4]]}', "--search", "grid",
+            "--restarts", "1", "--out", str(tmp_path)]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    summary = json.loads((tmp_path / "trials.json").read_text())
+    rows = summary["trials"]
+    assert [row["units"] for row in rows] == [[3], [4]]
+    best = min(rows, key=lambda row: row["validation_rmse"])
+    assert summary["best_settings"] == {"units": best["units"]}
+    assert "| trial | units | validation RMSE |" in out
+    assert last_line_rmse(out) == pytest.approx(summary["test_rmse"]["all"], rel=1e-3)
+    assert (tmp_path / "trials.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--space", "{units"], "--space is not JSON"),
+        (["--space", '{"unitz": [[3]]}'], "not a RecipeConfig field"),
+        (["--compare"], "--compare does not apply"),
+    ],
+)
+def test_tune_refuses_bad_options(extra, message, tmp_path, capsys):
+    pytest.importorskip("keras_tuner")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["tune", *TINY, "--out", str(tmp_path), *extra])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err

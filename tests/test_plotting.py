@@ -114,3 +114,19 @@ def test_missing_matplotlib_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(ImportError, match=r"pip install keras-mgu\[plot\]"):
         plot_training({"loss": [1.0]}, tmp_path / "curves.png")
+
+
+def test_trials_plot_marks_the_best_and_the_failed(tmp_path):
+    from keras_mgu.plotting import plot_trials
+
+    table = [
+        {"trial": "0", "status": "COMPLETED", "validation_rmse": 0.5},
+        {"trial": "1", "status": "FAILED", "validation_rmse": float("nan")},
+        {"trial": "2", "status": "COMPLETED", "validation_rmse": 0.3},
+    ]
+    path = plot_trials(table, tmp_path / "trials.png")
+    assert path.endswith("trials.png") and (tmp_path / "trials.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="no trials"):
+        plot_trials([], tmp_path / "empty.png")
+    with pytest.raises(ValueError, match=".png"):
+        plot_trials(table, tmp_path / "trials.jpg")

@@ -7,12 +7,15 @@ Installed as the console script ``keras-mgu`` (and ``python -m keras_mgu``)::
     keras-mgu identify                                   # built-in simulated tanks, MGU
     keras-mgu identify --compare                         # MGU vs GRU vs LSTM
     keras-mgu identify --dataset wh2009 --data-path data/wh2009 --time-budget 600
+    keras-mgu tune --max-trials 16 --restarts 2 --workers 2   # a sweep, KerasTuner
 
 Subcommands:
 
 * ``identify`` (:mod:`keras_mgu.cli.identify`): identify a dynamical system
   with the recipe of :mod:`keras_mgu.sysid`, print the test scores and write
   plots and ``results.json``.
+* ``tune`` (:mod:`keras_mgu.cli.tune`): search the recipe's settings on
+  validation with KerasTuner; a table, ``trials.json`` and ``trials.png``.
 
 :func:`main` is the entry point; it takes the argument list (default
 ``sys.argv[1:]``) and returns the exit status.
@@ -28,6 +31,7 @@ from collections.abc import Sequence
 
 from keras_mgu._version import __version__
 from keras_mgu.cli import identify as _identify
+from keras_mgu.cli import tune as _tune
 from keras_mgu.cli.identify import UsageError
 
 __all__ = ["build_parser", "main"]
@@ -74,6 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _identify.add_arguments(sub)
     sub.set_defaults(check=_identify.check_arguments, handler=_identify.run_command, subparser=sub)
+    sub = commands.add_parser(
+        "tune",
+        help="search the recipe's settings on validation with KerasTuner (keras_mgu.sysid.tune)",
+        description=_tune.DESCRIPTION,
+        formatter_class=HelpFormatter,
+    )
+    _tune.add_arguments(sub)
+    sub.set_defaults(check=_tune.check_arguments, handler=_tune.run_command, subparser=sub)
     return parser
 
 

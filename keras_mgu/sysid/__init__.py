@@ -12,6 +12,8 @@
   validation) and :func:`train_simulator` (one run).
 * :mod:`~keras_mgu.sysid.population`: :func:`train_population`, several
   runs trained at once in one model.
+* :mod:`~keras_mgu.sysid.sweep`: :func:`tune`, searches of the recipe's
+  settings with KerasTuner, locally and across machines.
 * :mod:`~keras_mgu.sysid.identification`: :class:`Identification`, the
   result: simulation from a learned or estimated initial state.
 * :mod:`~keras_mgu.sysid.state`: the state of a new experiment from its first
@@ -37,10 +39,12 @@ from keras_mgu.sysid.population import Member, population_groups, train_populati
 from keras_mgu.sysid.recipe import RunResult, Structure, identify, structures, train_simulator
 from keras_mgu.sysid.scoring import CONVENTIONS, rmse, score
 from keras_mgu.sysid.state import fit_initial_state
+from keras_mgu.sysid.sweep import DEFAULT_SPACE, TuneResult, check_space, tune
 from keras_mgu.sysid.windows import TrainingWindows
 
 __all__ = [
     "CONVENTIONS",
+    "DEFAULT_SPACE",
     "Identification",
     "LearnedInitialState",
     "LinearModel",
@@ -50,7 +54,9 @@ __all__ = [
     "SignalPath",
     "Structure",
     "TrainingWindows",
+    "TuneResult",
     "build_simulator",
+    "check_space",
     "fit_initial_state",
     "identify",
     "population_groups",
@@ -60,4 +66,5 @@ __all__ = [
     "structures",
     "train_population",
     "train_simulator",
+    "tune",
 ]

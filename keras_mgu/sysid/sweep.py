@@ -1,0 +1,330 @@
+"""Sweeps of the recipe's settings, with KerasTuner as the search engine.
+
+:func:`tune` searches :class:`~keras_mgu.sysid.RecipeConfig` settings (any
+field: ``units``, ``cell``, ``learning_rate``, ``weight_decay``, ``window``,
+...). Each trial is one :func:`~keras_mgu.sysid.identify` of the data with
+the trial's settings (its restarts trained as one population) and is scored
+by the validation RMSE of the run it keeps (standardised units), so the
+choice never sees the test record. The search engine is a
+``keras_tuner`` oracle (random search, or a grid over every combination),
+and its trials, states and scores are KerasTuner's, in
+``directory/project_name``.
+
+Parallel trials use KerasTuner's distributed mode: a *chief* process holds
+the oracle and *workers* run trials, told apart by the environment variables
+``KERASTUNER_TUNER_ID`` (``chief``, ``tuner0``, ``tuner1``, ...),
+``KERASTUNER_ORACLE_IP`` and ``KERASTUNER_ORACLE_PORT``. ``tune(...,
+workers=N)`` starts ``N`` local worker processes itself; across machines,
+run the same ``tune`` call (or ``keras-mgu tune``) on every machine with
+those variables set (see ``docs/sweeps.md``). The chief returns the table;
+the best trial's settings are then identified again in the calling process
+(same seeds: the same numbers) to return its model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from keras_mgu.datasets import SysIdData
+from keras_mgu.sysid.config import RecipeConfig
+from keras_mgu.sysid.identification import Identification
+
+__all__ = ["DEFAULT_SPACE", "TuneResult", "check_space", "tune"]
+
+#: The space searched when none is given.
+DEFAULT_SPACE: dict[str, list] = {
+    "cell": ["mgu", "gru", "lstm"],
+    "units": [(16,), (32,), (64,)],
+    "learning_rate": [0.003, 0.01, 0.03],
+    "weight_decay": [0.01, 0.1],
+}
+
+_FIELDS = {f.name for f in dataclasses.fields(RecipeConfig)}
+
+
+def _import_keras_tuner():
+    try:
+        import keras_tuner
+    except ImportError as err:  # pragma: no cover - the extra is installed in CI
+        raise ImportError(
+            "Sweeps need KerasTuner: pip install 'keras-mgu[tune]' (keras-tuner)."
+        ) from err
+    return keras_tuner
+
+
+def check_space(space: Mapping[str, Sequence[Any]]) -> dict[str, list]:
+    """The search space, checked: ``{field: [values]}`` with valid ``RecipeConfig`` values.
+
+    Raises ``ValueError`` naming the field for an unknown field, an empty or
+    non-list choice, a repeated value or a value ``RecipeConfig`` refuses.
+    """
+    if not isinstance(space, Mapping) or not space:
+        raise ValueError(
+            f"`space` must be a non-empty dict of RecipeConfig fields to lists of values; "
+            f"received {space!r}."
+        )
+    checked = {}
+    for name, values in space.items():
+        if name not in _FIELDS:
+            raise ValueError(
+                f"`space` has {name!r}, which is not a RecipeConfig field; fields: "
+                f"{sorted(_FIELDS)}."
+            )
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+            raise ValueError(
+                f"`space[{name!r}]` must be a non-empty list of values; received {values!r}."
+            )
+        values = [tuple(v) if isinstance(v, list) else v for v in values]
+        if len({_encode(v) for v in values}) != len(values):
+            raise ValueError(f"`space[{name!r}]` repeats a value: {values!r}.")
+        for value in values:
+            try:
+                RecipeConfig(**{name: value})
+            except (TypeError, ValueError) as err:
+                message = f"`space[{name!r}]` has a value RecipeConfig refuses: {err}"
+                raise ValueError(message) from err
+        checked[name] = values
+    return checked
+
+
+def _encode(value: Any) -> Any:
+    """A KerasTuner choice value (int, float, str or bool) for a setting."""
+    return json.dumps(value) if isinstance(value, (tuple, dict, type(None))) else value
+
+
+def _decode(value: Any, choices: list) -> Any:
+    return next(v for v in choices if _encode(v) == value)
+
+
+def _hyperparameters(space: dict[str, list]):
+    kt = _import_keras_tuner()
+    hps = kt.HyperParameters()
+    for name, values in space.items():
+        encoded = [_encode(v) for v in values]
+        if len({type(e) for e in encoded}) > 1:
+            encoded = [json.dumps(v) for v in values]
+        hps.Choice(name, encoded, ordered=False)
+    return hps
+
+
+@dataclasses.dataclass
+class TuneResult:
+    """What a sweep found.
+
+    Attributes:
+        best: The best trial's :class:`Identification` (lowest validation RMSE).
+        best_settings: Its settings (the searched fields).
+        table: One dict per trial, in trial order: ``trial``, ``status``
+            (``COMPLETED``, ``FAILED``, ...), each searched field,
+            ``validation_rmse`` and ``seconds`` (NaN where it failed).
+        directory: KerasTuner's folder of the search.
+    """
+
+    best: Identification
+    best_settings: dict
+    table: list[dict]
+    directory: str
+
+
+def _tuner_class():
+    kt = _import_keras_tuner()
+
+    class RecipeTuner(kt.Tuner):
+        """A KerasTuner ``Tuner`` whose trial is one ``identify`` of the data."""
+
+        def __init__(self, job: dict, **kwargs) -> None:
+            super().__init__(**kwargs)
+            self.job, self.found = job, {}
+
+        def run_trial(self, trial, *args, **kwargs) -> dict:
+            from keras_mgu.sysid.recipe import identify
+
+            job = self.job
+            settings = _settings(trial.hyperparameters.values, job["space"])
+            config = dataclasses.replace(job["config"], **settings)
+            start = time.perf_counter()
+            found = identify(job["data"], config, job["restarts"], job["seed"], population=True)
+            self.found[trial.trial_id] = found
+            rmse = float(found.runs[found.best].validation_rmse)
+            return {"val_rmse": rmse, "seconds": time.perf_counter() - start}
+
+    return RecipeTuner
+
+
+def _settings(values: Mapping[str, Any], space: dict[str, list]) -> dict:
+    out = {}
+    for name, choices in space.items():
+        value = values[name]
+        try:
+            out[name] = _decode(value, choices)
+        except StopIteration:
+            out[name] = _decode(json.loads(value), choices) if isinstance(value, str) else value
+    return out
+
+
+def _make_tuner(job: dict):
+    kt = _import_keras_tuner()
+    objective = kt.Objective("val_rmse", direction="min")
+    hps = _hyperparameters(job["space"])
+    common = {
+        "objective": objective, "hyperparameters": hps, "tune_new_entries": False,
+        "max_consecutive_failed_trials": job["max_trials"],  # a failed trial is skipped
+    }  # fmt: skip
+    if job["search"] == "grid":
+        oracle = kt.oracles.GridSearchOracle(max_trials=job["max_trials"], **common)
+    else:
+        oracle = kt.oracles.RandomSearchOracle(
+            max_trials=job["max_trials"], seed=job["seed"], **common
+        )
+    return _tuner_class()(
+        job, oracle=oracle, directory=job["directory"], project_name=job["project_name"],
+        overwrite=job["overwrite"],
+    )  # fmt: skip
+
+
+def tune(
+    data: SysIdData,
+    space: Mapping[str, Sequence[Any]] | None = None,
+    config: RecipeConfig | None = None,
+    max_trials: int = 16,
+    restarts: int = 2,
+    seed: int = 0,
+    search: str = "random",
+    workers: int = 1,
+    directory: str = "keras_mgu_tune",
+    project_name: str = "sweep",
+    overwrite: bool = True,
+) -> TuneResult | None:
+    """Search the recipe's settings on validation; the best :class:`Identification` and a table.
+
+    Args:
+        data: Estimation, validation and test records (the test record is not used).
+        space: ``{RecipeConfig field: [values]}`` (default :data:`DEFAULT_SPACE`).
+        config: The settings the space leaves (default :class:`RecipeConfig`).
+        max_trials: Trials to run.
+        restarts: Restarts per trial (``identify``'s ``restarts``).
+        seed: Seeds every trial's runs and the random search.
+        search: ``"random"`` or ``"grid"`` (every combination, in order).
+        workers: Trials run at once, in local worker processes (KerasTuner's
+            distributed mode on this machine). ``1``: in this process.
+        directory, project_name, overwrite: KerasTuner's folder of the search.
+
+    Returns:
+        A :class:`TuneResult`; ``None`` in a worker process of a distributed
+        search (``KERASTUNER_TUNER_ID`` not ``chief``).
+    """
+    job = _job(data, space, config, max_trials, restarts, seed, search, directory, project_name)
+    job["overwrite"] = overwrite
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"`workers` must be a positive integer; received {workers!r}.")
+    role = os.environ.get("KERASTUNER_TUNER_ID")
+    if role is not None and "chief" not in role:
+        _make_tuner(job).search()
+        return None
+    if role is None and workers > 1:
+        return _local_parallel(job, workers)
+    tuner = _make_tuner(job)
+    tuner.search()
+    return _result(tuner, job)
+
+
+def _job(data, space, config, max_trials, restarts, seed, search, directory, project_name):
+    if not isinstance(data, SysIdData):
+        raise TypeError(f"`data` must be a keras_mgu.datasets.SysIdData; got {type(data)}.")
+    for name, value in (("max_trials", max_trials), ("restarts", restarts)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
+    if search not in ("random", "grid"):
+        raise ValueError(f"`search` must be 'random' or 'grid'; received {search!r}.")
+    return {
+        "data": data, "space": check_space(DEFAULT_SPACE if space is None else space),
+        "config": config or RecipeConfig(), "max_trials": max_trials, "restarts": restarts,
+        "seed": seed, "search": search, "directory": os.fspath(directory),
+        "project_name": project_name,
+    }  # fmt: skip
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _local_parallel(job: dict, workers: int) -> TuneResult:
+    """A chief in this process and ``workers`` local worker processes."""
+    os.makedirs(job["directory"], exist_ok=True)
+    spec = os.path.join(job["directory"], f"{job['project_name']}_job.pkl")
+    with open(spec, "wb") as f:
+        pickle.dump({**job, "overwrite": False}, f)
+    env = {"KERASTUNER_ORACLE_IP": "127.0.0.1", "KERASTUNER_ORACLE_PORT": str(_free_port())}
+    saved = {k: os.environ.get(k) for k in (*env, "KERASTUNER_TUNER_ID")}
+    os.environ.update(env, KERASTUNER_TUNER_ID="chief")
+    procs = []
+    try:
+        tuner = _make_tuner(job)
+        for i in range(workers):
+            worker_env = {**os.environ, **env, "KERASTUNER_TUNER_ID": f"tuner{i}"}
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "keras_mgu.sysid.sweep", spec], env=worker_env
+                )
+            )
+        tuner.search()
+    finally:
+        for p in procs:
+            p.wait(timeout=60) if p.poll() is None else None
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    failed = [p.returncode for p in procs if p.returncode]
+    if failed:
+        raise RuntimeError(f"{len(failed)} worker process(es) failed (exit codes {failed}).")
+    return _result(tuner, job)
+
+
+def _result(tuner, job: dict) -> TuneResult:
+    table = _table(tuner, job["space"])
+    done = [row for row in table if row["status"] == "COMPLETED"]
+    if not done:
+        raise RuntimeError(f"No trial of the search completed; see {job['directory']}.")
+    best_row = min(done, key=lambda row: row["validation_rmse"])
+    settings = {name: best_row[name] for name in job["space"]}
+    found = tuner.found.get(best_row["trial"])
+    if found is None:  # trained in another process: identify it again, same seeds
+        from keras_mgu.sysid.recipe import identify
+
+        config = dataclasses.replace(job["config"], **settings)
+        found = identify(job["data"], config, job["restarts"], job["seed"], population=True)
+    path = os.path.join(job["directory"], job["project_name"])
+    return TuneResult(found, settings, table, path)
+
+
+def _table(tuner, space: dict[str, list]) -> list[dict]:
+    rows = []
+    for trial_id, trial in sorted(tuner.oracle.trials.items()):
+        metrics = trial.metrics
+        row = {"trial": trial_id, "status": str(trial.status)}
+        row.update(_settings(trial.hyperparameters.values, space))
+        for key, name in (("validation_rmse", "val_rmse"), ("seconds", "seconds")):
+            value = metrics.get_last_value(name) if metrics.exists(name) else None
+            row[key] = float("nan") if value is None else float(value)
+        rows.append(row)
+    return rows
+
+
+def _worker_main(spec: str) -> None:
+    with open(spec, "rb") as f:
+        job = pickle.load(f)
+    _make_tuner(job).search()
+
+
+if __name__ == "__main__":
+    _worker_main(sys.argv[1])

@@ -1,0 +1,85 @@
+"""Sweeps with KerasTuner: trials, the choice on validation, failed trials, distributed mode."""
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("keras_tuner")
+
+from keras_mgu import datasets  # noqa: E402
+from keras_mgu.sysid import RecipeConfig, check_space, tune  # noqa: E402
+from tests.helpers import BACKEND_INDEPENDENT  # noqa: E402
+
+TINY = RecipeConfig(units=(4,), iterations=10, steps_per_epoch=5, validation_checks=2)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return datasets.simulate_cascaded_tanks(n_samples=160, seed=0)
+
+
+def test_two_trials_give_a_table_and_the_best_on_validation(data, tmp_path):
+    result = tune(data, {"units": [(3,), (5,)]}, TINY, max_trials=2, restarts=1,
+                  search="grid", directory=tmp_path)  # fmt: skip
+    assert [row["units"] for row in result.table] == [(3,), (5,)]
+    assert all(row["status"] == "COMPLETED" for row in result.table)
+    scores = [row["validation_rmse"] for row in result.table]
+    best = int(np.argmin(scores))
+    assert result.best_settings == {"units": result.table[best]["units"]}
+    assert result.best.config.units == result.table[best]["units"]
+    assert result.best.runs[result.best.best].validation_rmse == pytest.approx(scores[best])
+    assert all(row["seconds"] > 0 for row in result.table)
+
+
+def test_a_failing_trial_is_reported_and_skipped(data, tmp_path):
+    # A window longer than the record passes RecipeConfig but fails when the trial runs.
+    result = tune(data, {"window": [None, 10**6]}, TINY, max_trials=2, restarts=1,
+                  search="grid", directory=tmp_path)  # fmt: skip
+    status = {row["window"]: row["status"] for row in result.table}
+    assert status == {None: "COMPLETED", 10**6: "FAILED"}
+    failed = next(row for row in result.table if row["status"] == "FAILED")
+    assert math.isnan(failed["validation_rmse"])
+    assert result.best_settings == {"window": None}
+
+
+@BACKEND_INDEPENDENT
+def test_distributed_chief_and_two_workers_on_localhost(data, tmp_path):
+    start = time.perf_counter()
+    result = tune(data, {"units": [(3,), (4,), (5,)]}, TINY, max_trials=3, restarts=1,
+                  search="grid", workers=2, directory=tmp_path)  # fmt: skip
+    assert time.perf_counter() - start < 300  # bounded: the search ends, nothing hangs
+    assert sorted(row["units"] for row in result.table) == [(3,), (4,), (5,)]
+    assert all(row["status"] == "COMPLETED" for row in result.table)
+    # Trials ran in the workers: the chief identified the best settings again, same seeds.
+    best = min(result.table, key=lambda row: row["validation_rmse"])
+    again = result.best.runs[result.best.best].validation_rmse
+    assert again == pytest.approx(best["validation_rmse"], rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    "space, message",
+    [
+        ({"unitz": [(4,)]}, "not a RecipeConfig field"),
+        ({"units": []}, "non-empty list"),
+        ({"units": "32"}, "non-empty list"),
+        ({"units": [(4,), [4]]}, "repeats a value"),
+        ({"learning_rate": [0.01, -1.0]}, "RecipeConfig refuses"),
+        ({}, "non-empty dict"),
+    ],
+)
+def test_bad_search_spaces_are_refused(space, message):
+    with pytest.raises(ValueError, match=message):
+        check_space(space)
+
+
+def test_bad_tune_arguments_are_refused(data):
+    with pytest.raises(ValueError, match="search"):
+        tune(data, {"units": [(4,)]}, TINY, search="bayes")
+    with pytest.raises(ValueError, match="workers"):
+        tune(data, {"units": [(4,)]}, TINY, workers=0)
+    with pytest.raises(ValueError, match="max_trials"):
+        tune(data, {"units": [(4,)]}, TINY, max_trials=0)
+    with pytest.raises(TypeError, match="SysIdData"):
+        tune(data.test, {"units": [(4,)]}, TINY)
