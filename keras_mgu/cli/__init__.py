@@ -37,6 +37,8 @@ from keras_mgu.cli.identify import UsageError
 __all__ = ["build_parser", "main"]
 
 PROG = "keras-mgu"
+#: The commands: each module has HELP, DESCRIPTION, add_arguments, check_arguments, run_command.
+COMMANDS = {"identify": _identify, "tune": _tune}
 #: Set in the environment of a run restarted for ``--backend`` (guards against a loop).
 _RESTARTED = "KERAS_MGU_CLI_RESTARTED"
 
@@ -70,22 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", title="commands", required=True
     )
-    sub = commands.add_parser(
-        "identify",
-        help="identify a dynamical system with an MGU network (keras_mgu.sysid)",
-        description=_identify.DESCRIPTION,
-        formatter_class=HelpFormatter,
-    )
-    _identify.add_arguments(sub)
-    sub.set_defaults(check=_identify.check_arguments, handler=_identify.run_command, subparser=sub)
-    sub = commands.add_parser(
-        "tune",
-        help="search the recipe's settings on validation with KerasTuner (keras_mgu.sysid.tune)",
-        description=_tune.DESCRIPTION,
-        formatter_class=HelpFormatter,
-    )
-    _tune.add_arguments(sub)
-    sub.set_defaults(check=_tune.check_arguments, handler=_tune.run_command, subparser=sub)
+    for name, module in COMMANDS.items():
+        sub = commands.add_parser(
+            name, help=module.HELP, description=module.DESCRIPTION, formatter_class=HelpFormatter
+        )
+        module.add_arguments(sub)
+        sub.set_defaults(check=module.check_arguments, handler=module.run_command, subparser=sub)
     return parser
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "run_command",
 ]
 
+HELP = "identify a dynamical system with an MGU network (keras_mgu.sysid)"
 DESCRIPTION = """\
 Identify a dynamical system with an MGU network: train simulation models on the
 estimation record (keras_mgu.sysid's recipe), keep the best of --restarts runs on

@@ -20,6 +20,7 @@ from typing import Any
 from keras_mgu.cli import identify as _identify
 from keras_mgu.cli.identify import UsageError
 
+HELP = "search the recipe's settings on validation with KerasTuner (keras_mgu.sysid.tune)"
 DESCRIPTION = __doc__.split("\n\n", 1)[1]
 #: ``--quick``'s cap on the trials.
 QUICK_TRIALS = 2
