@@ -1,0 +1,120 @@
+"""How the choice among K runs behaves as K grows: validation score against the held-out test score.
+
+For each seed S it runs ``sysid.identify(data, config, restarts=K_max,
+seed=S)`` once (no time budget by default, so no run is shortened). Runs
+are deterministic in their seed, so the first ``K + probes - 1`` runs are
+exactly the runs of ``identify(..., restarts=K)``; for each K of
+``--ks`` it reports, over those runs:
+
+* ``chosen``: the test score of the run with the lowest validation RMSE
+  (the library's rule);
+* ``top3``: the test score of the mean simulation of the three runs with
+  the lowest validation RMSE (an alternative rule, also chosen on
+  validation only), and its validation RMSE;
+* ``median``: the median test score of the runs; ``oracle``: the best test
+  score among them (what no rule can know).
+
+The test record is scored for this report only. Medians over the seeds are
+printed as a markdown table; ``--json`` writes every figure.
+
+Usage::
+
+    python benchmarks/choice_study.py --backend jax --benchmark cascaded_tanks --seeds 0 1 2 \\
+        --ks 1 2 4 8 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_ROOT = os.path.join(HERE, "..", "..", "shared", "data")
+
+CHILD = """
+import dataclasses, json, sys
+import numpy as np
+from keras_mgu import datasets, sysid
+name, root, seed, ks, config = sys.argv[1:6]
+ks = json.loads(ks)
+data = datasets.load_benchmark(name, root)
+scale = data.protocol.scale if data.protocol else 1.0
+found = sysid.identify(data, sysid.RecipeConfig(**json.loads(config)), restarts=max(ks),
+                       seed=int(seed))
+probes = len(found.runs) - max(ks) + 1  # one run per structure tried
+def test(members):
+    return scale * dataclasses.replace(found, members=tuple(members)).score(data.test, "benchmark")
+val = [r.validation_rmse for r in found.runs]
+tests = [test([i]) for i in range(len(found.runs))]
+rows = []
+for k in ks:
+    idx = list(range(k + probes - 1))
+    order = sorted(idx, key=lambda i: val[i])
+    top = order[:3]
+    ensemble = dataclasses.replace(found, members=tuple(top))
+    rows.append({"k": k, "runs": len(idx), "chosen": tests[order[0]],
+                 "chosen_validation": val[order[0]], "top3": test(top),
+                 "top3_validation": ensemble.validation_rmse(data),
+                 "median": float(np.median([tests[i] for i in idx])),
+                 "oracle": min(tests[i] for i in idx)})
+print("RESULT " + json.dumps(rows))
+"""
+
+
+def run_seed(args: argparse.Namespace, seed: int) -> list[dict]:
+    root = os.path.join(args.data_root, args.benchmark)
+    env = {**os.environ, "KERAS_BACKEND": args.backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    argv = [args.benchmark, root, str(seed), json.dumps(args.ks), args.config]
+    done = subprocess.run([sys.executable, "-c", CHILD, *argv], capture_output=True, text=True,
+                          env=env, check=False)  # fmt: skip
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode or not lines:
+        raise RuntimeError(f"seed {seed} failed:\n{done.stderr[-3000:]}")
+    return [{"seed": seed, **row} for row in json.loads(lines[0][len("RESULT "):])]
+
+
+def table(rows: list[dict], args: argparse.Namespace) -> str:
+    keys = ("chosen_validation", "chosen", "top3_validation", "top3", "median", "oracle")
+    out = [
+        f"{args.benchmark}, {args.backend}, seeds {args.seeds}, config {args.config}: "
+        "medians over the seeds (test RMSE in the protocol's unit; validation RMSE standardised)",
+        "",
+        "| K | runs | validation of chosen | test of chosen | validation of top-3 mean | "
+        "test of top-3 mean | median test | best test (oracle) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for k in args.ks:
+        sel = [r for r in rows if r["k"] == k]
+        med = {key: statistics.median(r[key] for r in sel) for key in keys}
+        out.append(f"| {k} | {sel[0]['runs']} | " + " | ".join(f"{med[key]:.4g}" for key in keys)
+                   + " |")  # fmt: skip
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default="jax")
+    parser.add_argument("--benchmark", default="cascaded_tanks")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--ks", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    parser.add_argument("--config", default='{"time_budget": 100000}',
+                        help="RecipeConfig settings as a JSON object")  # fmt: skip
+    parser.add_argument("--data-root", default=DEFAULT_ROOT)
+    parser.add_argument("--json", help="write every figure to this file")
+    args = parser.parse_args(argv)
+    rows = []
+    for seed in args.seeds:
+        rows += run_seed(args, seed)
+        print(f"seed {seed}: {rows[-len(args.ks):]}", flush=True)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(rows, f, indent=1)
+    print(table(rows, args))
+
+
+if __name__ == "__main__":
+    main()
