@@ -292,15 +292,13 @@ def identify(
     if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 1:
         raise ValueError(f"`restarts` must be a positive integer; received {restarts!r}.")
     options, linear_table = structures(data, config or RecipeConfig())
-    lag = options[0].config.n_initial
-    first = (data.estimation.u[:lag], data.estimation.y[:lag])
     if verbose:
         _print_settings(data, options, restarts)
     trainer = _Trainer(data, options, population, verbose, callbacks, restarts)
     runs = trainer.train([(option, seed) for option in options])
     winner = next(o for o in options if o.name == runs[_best_run(runs)].structure)
     runs += trainer.train([(winner, seed + 1000 * k) for k in range(1, restarts)])
-    return Identification(runs, _best_run(runs), data.n_initial, first, linear_table)
+    return Identification(runs, _best_run(runs), data.n_initial, trainer.first, linear_table)
 
 
 class _Trainer:
@@ -316,6 +314,7 @@ class _Trainer:
         self.budget = options[0].config.time_budget
         self.start, self.done = time.perf_counter(), 0
         lag = options[0].config.n_initial
+        #: The first samples of the estimation record (the encoder's start).
         self.first = (data.estimation.u[:lag], data.estimation.y[:lag])
 
     def train(self, plan: list[tuple[Structure, int]]) -> list[RunResult]:
@@ -328,19 +327,20 @@ class _Trainer:
         for group in groups:
             share = self._share(len(group))
             members = [self._member(*plan[i]) for i in group]
-            if len(members) == 1:
-                m = members[0]
-                trained = [
-                    train_simulator(
-                        m.estimation, m.validation, m.config, m.seed, self.verbose,
-                        self.callbacks, share,
-                    )  # fmt: skip
-                ]
-            else:
-                trained = train_population(members, self.verbose, self.callbacks, share)
+            trained = self._train_group(members, share)
             for i, run in zip(group, trained, strict=True):
                 runs[i] = self._scored(run, *plan[i])
         return [runs[i] for i in range(len(plan))]
+
+    def _train_group(self, members: list[Member], share: float) -> list[RunResult]:
+        if len(members) > 1:
+            return train_population(members, self.verbose, self.callbacks, share)
+        m = members[0]
+        return [
+            train_simulator(
+                m.estimation, m.validation, m.config, m.seed, self.verbose, self.callbacks, share
+            )
+        ]
 
     def _share(self, n_runs: int) -> float:
         left = self.budget - (time.perf_counter() - self.start)
