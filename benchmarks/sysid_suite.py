@@ -54,6 +54,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--benchmarks", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--restarts", type=int, default=3)
+    parser.add_argument("--one-by-one", action="store_true",
+                        help="train the restarts one by one (identify(population=False)), as the "
+                        "committed tables were")  # fmt: skip
     parser.add_argument("--config", default="{}", help="RecipeConfig settings as a JSON object")
     parser.add_argument("--data-root", default=DEFAULT_ROOT, help="folder of benchmark folders")
     parser.add_argument("--out", default=DEFAULT_OUT, help="results folder")
@@ -82,7 +85,7 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
     data = datasets.load_benchmark(benchmark, os.path.join(args.data_root, benchmark))
     overrides = json.loads(args.config)
     start = time.perf_counter()
-    found = sysid_identify(data, overrides, args.restarts, seed)
+    found = sysid_identify(data, overrides, args.restarts, seed, not args.one_by_one)
     seconds = time.perf_counter() - start
     protocol = data.protocol
     runs = []
@@ -108,6 +111,7 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
         "backend": keras.backend.backend(),
         "seed": seed,
         "restarts": args.restarts,
+        "population": not args.one_by_one,
         "config": overrides,
         "linear_models": found.linear_table,
         "unit": protocol.unit,
@@ -124,10 +128,13 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
     }
 
 
-def sysid_identify(data, overrides: dict, restarts: int, seed: int):
+def sysid_identify(data, overrides: dict, restarts: int, seed: int, population: bool = True):
     from keras_mgu import sysid
 
-    return sysid.identify(data, recipe_config(overrides), restarts=restarts, seed=seed, verbose=0)
+    return sysid.identify(
+        data, recipe_config(overrides), restarts=restarts, seed=seed, verbose=0,
+        population=population,
+    )  # fmt: skip
 
 
 def _jsonable(value):
@@ -148,7 +155,8 @@ def run_all(args: argparse.Namespace) -> None:
         for seed in args.seeds:
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", benchmark, str(seed),
                    "--restarts", str(args.restarts), "--config", args.config,
-                   "--data-root", args.data_root, "--out", args.out]  # fmt: skip
+                   "--data-root", args.data_root, "--out", args.out,
+                   *(["--one-by-one"] if args.one_by_one else [])]  # fmt: skip
             env = {**os.environ, "KERAS_BACKEND": args.backend}
             print(f"== {benchmark}, {args.backend}, seed {seed}", flush=True)
             subprocess.run(cmd, env=env, check=True)
