@@ -101,18 +101,19 @@ def _encode(value: Any) -> Any:
     return json.dumps(value) if isinstance(value, (tuple, dict, type(None))) else value
 
 
-def _decode(value: Any, choices: list) -> Any:
-    return next(v for v in choices if _encode(v) == value)
+def _choices(values: list) -> list:
+    """The KerasTuner choices of ``values``: one type for all (JSON text where types mix)."""
+    encoded = [_encode(v) for v in values]
+    if len({type(e) for e in encoded}) > 1:
+        encoded = [json.dumps(v) for v in values]
+    return encoded
 
 
 def _hyperparameters(space: dict[str, list]):
     kt = _import_keras_tuner()
     hps = kt.HyperParameters()
     for name, values in space.items():
-        encoded = [_encode(v) for v in values]
-        if len({type(e) for e in encoded}) > 1:
-            encoded = [json.dumps(v) for v in values]
-        hps.Choice(name, encoded, ordered=False)
+        hps.Choice(name, _choices(values), ordered=False)
     return hps
 
 
@@ -161,14 +162,11 @@ def _tuner_class():
 
 
 def _settings(values: Mapping[str, Any], space: dict[str, list]) -> dict:
-    out = {}
-    for name, choices in space.items():
-        value = values[name]
-        try:
-            out[name] = _decode(value, choices)
-        except StopIteration:
-            out[name] = _decode(json.loads(value), choices) if isinstance(value, str) else value
-    return out
+    """The settings of a trial's KerasTuner values (each choice mapped back to its value)."""
+    return {
+        name: dict(zip(_choices(choices), choices, strict=True))[values[name]]
+        for name, choices in space.items()
+    }
 
 
 def _make_tuner(job: dict):

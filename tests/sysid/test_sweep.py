@@ -33,6 +33,15 @@ def test_two_trials_give_a_table_and_the_best_on_validation(data, tmp_path):
     assert all(row["seconds"] > 0 for row in result.table)
 
 
+def test_settings_of_mixed_types_come_back_as_given(data, tmp_path):
+    # An int and a tuple for `units`: KerasTuner sees one type (JSON text), the table the values.
+    result = tune(data, {"units": [3, (2, 2)]}, TINY, max_trials=2, restarts=1,
+                  search="grid", directory=tmp_path)  # fmt: skip
+    assert sorted(map(str, (row["units"] for row in result.table))) == ["(2, 2)", "3"]
+    assert all(row["status"] == "COMPLETED" for row in result.table)
+    assert result.best_settings["units"] in (3, (2, 2))
+
+
 def test_a_failing_trial_is_reported_and_skipped(data, tmp_path):
     # A window longer than the record passes RecipeConfig but fails when the trial runs.
     result = tune(data, {"window": [None, 10**6]}, TINY, max_trials=2, restarts=1,
