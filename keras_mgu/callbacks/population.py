@@ -30,7 +30,7 @@ import numpy as np
 
 from keras_mgu.callbacks.early_stopping import WeightedEarlyStopping
 
-__all__ = ["PopulationEarlyStopping", "weighted_rmse"]
+__all__ = ["PopulationEarlyStopping", "flat_inputs", "weighted_rmse"]
 
 
 def weighted_rmse(y_pred: np.ndarray, y_true: np.ndarray, weights: np.ndarray) -> float:
@@ -40,6 +40,14 @@ def weighted_rmse(y_pred: np.ndarray, y_true: np.ndarray, weights: np.ndarray) -
     if total <= 0:
         raise ValueError("The validation weights sum to zero: no sample is scored.")
     return float(np.sqrt(np.sum(weights * squared) / total))
+
+
+def flat_inputs(xs: Any) -> list:
+    """The branches' inputs (each an array or a tuple of arrays) as one flat list."""
+    flat = []
+    for x in xs:
+        flat += list(x) if isinstance(x, (tuple, list)) else [x]
+    return flat
 
 
 class _BranchStopping(WeightedEarlyStopping):
@@ -122,9 +130,7 @@ class PopulationEarlyStopping(keras.callbacks.Callback):
         return {"val_rmse": self._values[index]}
 
     def _score_all(self) -> list[float]:
-        inputs = []
-        for x, _, _ in self.validation_data:
-            inputs += list(x) if isinstance(x, (tuple, list)) else [x]
+        inputs = flat_inputs(x for x, _, _ in self.validation_data)
         predictions = self.model.predict_on_batch(inputs)
         if not isinstance(predictions, (list, tuple)):
             predictions = [predictions]
@@ -146,7 +152,6 @@ class PopulationEarlyStopping(keras.callbacks.Callback):
             member.on_epoch_begin(epoch, logs)
 
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-        self._values = None
         logs = logs or {}
         for k, member in self._active():
             member.on_train_batch_end(batch, self._branch_logs(k, logs))

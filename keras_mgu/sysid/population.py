@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import keras
 
-from keras_mgu.callbacks.population import PopulationEarlyStopping
+from keras_mgu.callbacks.population import PopulationEarlyStopping, flat_inputs
 from keras_mgu.datasets import Record
 from keras_mgu.sysid.config import RecipeConfig
 
@@ -86,13 +86,8 @@ class _PopulationBatches(keras.utils.PyDataset):
             w.on_epoch_end()
 
     def __getitem__(self, index: int) -> tuple:
-        xs, ys, ws = [], [], []
-        for w in self.windows:
-            x, y, weight = w[index]
-            xs += list(x) if isinstance(x, tuple) else [x]
-            ys.append(y)
-            ws.append(weight)
-        return tuple(xs), tuple(ys), tuple(ws)
+        xs, ys, ws = zip(*(w[index] for w in self.windows), strict=True)
+        return tuple(flat_inputs(xs)), ys, ws
 
 
 def _population_model(branches: Sequence[keras.Model]) -> keras.Model:
