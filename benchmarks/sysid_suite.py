@@ -42,10 +42,13 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(HERE, "results", "suite")
 DEFAULT_ROOT = os.path.join(HERE, "..", "..", "shared", "data")
 BENCHMARKS = ("cascaded_tanks", "wh2009", "emps")
+SELECTION_RULES = ("best", "ensemble")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -106,6 +109,7 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
         )
         print(f"  {benchmark} seed {seed}: {runs[-1]}", file=sys.stderr, flush=True)
     ensemble = dataclasses.replace(found, members=tuple(range(len(found.runs))))
+    errors = [found.run_alone(k).validation_error(data) for k in range(len(found.runs))]
     return {
         "benchmark": benchmark,
         "backend": keras.backend.backend(),
@@ -125,7 +129,41 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
             "validation_rmse": ensemble.validation_rmse(data),
             "test": protocol.scale * ensemble.score(data.test, "benchmark"),
         },
+        "rules": {rule: _rule_result(found, errors, rule, data) for rule in SELECTION_RULES},
+        "validation_halves": _halves(errors),
     }
+
+
+def _rule_result(found, errors, rule: str, data) -> dict:
+    """What selection ``rule`` keeps of the same runs, and its scores (test for the report)."""
+    from keras_mgu.sysid.selection import select
+
+    kept = dataclasses.replace(found, members=select(errors, rule))
+    scale = data.protocol.scale
+    return {
+        "members": list(kept.members),
+        "validation_rmse": kept.validation_rmse(data),
+        "test": scale * kept.score(data.test, "benchmark"),
+        "test_all": scale * kept.score(data.test),
+    }
+
+
+def _halves(errors) -> dict:
+    """Each rule chosen on the first half of the validation record, scored on the second.
+
+    The runs' early stopping saw the whole validation record; the choice
+    among them sees the first half only.
+    """
+    from keras_mgu.sysid.selection import select
+
+    half = len(errors[0]) // 2
+    out = {}
+    for rule in SELECTION_RULES:
+        picked = select([e[:half] for e in errors], rule)
+        second = np.mean([errors[k][half:] for k in picked], axis=0)
+        rmse = float(np.sqrt(np.mean(second**2)))
+        out[rule] = {"members": list(picked), "second_half_rmse": rmse}
+    return out
 
 
 def sysid_identify(data, overrides: dict, restarts: int, seed: int, population: bool = True):

@@ -10,6 +10,8 @@
   first, and :func:`select_linear_model`.
 * :mod:`~keras_mgu.sysid.recipe`: :func:`identify` (restarts, selection on
   validation) and :func:`train_simulator` (one run).
+* :mod:`~keras_mgu.sysid.selection`: choosing among the runs on validation,
+  the best run or an average of runs (:func:`greedy_ensemble`).
 * :mod:`~keras_mgu.sysid.population`: :func:`train_population`, several
   runs trained at once in one model.
 * :mod:`~keras_mgu.sysid.sweep`: :func:`tune`, searches of the recipe's
@@ -38,6 +40,7 @@ from keras_mgu.sysid.model import LearnedInitialState, build_simulator
 from keras_mgu.sysid.population import Member, population_groups, train_population
 from keras_mgu.sysid.recipe import RunResult, Structure, identify, structures, train_simulator
 from keras_mgu.sysid.scoring import CONVENTIONS, rmse, score
+from keras_mgu.sysid.selection import SELECTION_RULES, greedy_ensemble
 from keras_mgu.sysid.state import fit_initial_state
 from keras_mgu.sysid.sweep import DEFAULT_SPACE, TuneResult, check_space, tune
 from keras_mgu.sysid.windows import TrainingWindows
@@ -51,6 +54,7 @@ __all__ = [
     "Member",
     "RecipeConfig",
     "RunResult",
+    "SELECTION_RULES",
     "SignalPath",
     "Structure",
     "TrainingWindows",
@@ -58,6 +62,7 @@ __all__ = [
     "build_simulator",
     "check_space",
     "fit_initial_state",
+    "greedy_ensemble",
     "identify",
     "population_groups",
     "rmse",

@@ -29,6 +29,8 @@ import dataclasses
 import math
 from collections.abc import Mapping
 
+from keras_mgu.sysid.selection import check_rule
+
 __all__ = ["RecipeConfig"]
 
 #: Records up to this many estimation samples train on the whole record at once.
@@ -113,6 +115,10 @@ class RecipeConfig:
             state, else ``False``.
         score_weights: Weights of :class:`WeightedEarlyStopping`'s score
             (``val_rmse``: validation RMSE, standardised units).
+        selection: How :func:`identify` chooses among its runs, on
+            validation: ``"best"`` (the lowest validation RMSE) or
+            ``"ensemble"`` (the average of runs chosen greedily; see
+            :mod:`~keras_mgu.sysid.selection`).
         time_budget: Seconds for all restarts of :func:`identify` together;
             a run that would overrun its share is shortened after its second
             epoch (the schedule shrinks with it). ``None``: see the table.
@@ -140,8 +146,10 @@ class RecipeConfig:
         default_factory=lambda: {"val_rmse": 1.0}
     )
     time_budget: float | None = None
+    selection: str = "best"
 
     def __post_init__(self) -> None:
+        check_rule(self.selection)
         if self.units is not None:
             units = (self.units,) if isinstance(self.units, int) else tuple(self.units)
             object.__setattr__(self, "units", units)

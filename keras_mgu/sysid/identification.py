@@ -14,6 +14,7 @@ them).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from typing import Any
 
@@ -87,7 +88,8 @@ class Identification:
     Attributes:
         runs: Every restart (:class:`~keras_mgu.sysid.RunResult`, each with its
             model, resolved settings and signal path).
-        best: Index of the run kept (best validation score).
+        best: Index of the run with the best validation score (``model``,
+            ``path`` and ``config`` are its).
         n_initial: The data's protocol ``n`` (measured outputs a test record
             gives to set the state), or None.
         start: The estimation record's first ``u``, ``y`` samples (physical),
@@ -95,7 +97,9 @@ class Identification:
             outputs are given.
         linear_table: The linear models tried, with their validation RMSE
             (:func:`~keras_mgu.sysid.linear.select_linear_model`).
-        members: Runs whose simulations are averaged; empty: the best run.
+        members: Runs whose simulations are averaged, a repeated index
+            weighing more (``(3, 3, 0)``: ``(2 y_3 + y_0) / 3``); empty: the
+            best run alone (see :mod:`~keras_mgu.sysid.selection`).
     """
 
     runs: list
@@ -151,28 +155,37 @@ class Identification:
                     f"`y_initial` has {len(y_initial)} samples; give between 1 and {len(u) - 1} "
                     f"(fewer than the {len(u)} samples of `u`, so that some are left to simulate)."
                 )
-        members = self.members or (self.best,)
-        sims = [_RunSimulator(self.runs[k], self.start).simulate(u, y_initial) for k in members]
-        return np.mean(sims, axis=0)
+        counts = collections.Counter(self.members or (self.best,))
+        sims = [_RunSimulator(self.runs[k], self.start).simulate(u, y_initial) for k in counts]
+        return np.average(sims, axis=0, weights=list(counts.values()))
 
-    def validation_rmse(self, data: Any) -> float:
-        """RMSE of ``data.validation`` in standardised output units, as training scored it.
+    def validation_error(self, data: Any) -> np.ndarray:
+        """The simulation error of ``data.validation``, ``(N_scored, n_outputs)``, standardised.
 
         A validation record that continues the estimation record is simulated
-        after it (from the estimation start); a separate one from its own
-        first ``n_initial`` samples, scored after them.
+        after it (from the estimation start), every sample scored; a separate
+        one from its own first ``n_initial`` samples, scored after them.
         """
         val, outer = data.validation, self.path.outer
         if self.config.validation_continues:
             est = data.estimation
             y_sim = self.simulate(np.concatenate([est.u, val.u]))[est.n_samples :]
-            err = outer.transform_y(y_sim) - outer.transform_y(val.y)
-        else:
-            n = self.config.n_initial
-            y_sim = self.simulate(val.u, val.y[:n])
-            err = outer.transform_y(y_sim[n:]) - outer.transform_y(val.y[n:])
-        value = float(np.sqrt(np.mean(err**2)))
+            return outer.transform_y(y_sim) - outer.transform_y(val.y)
+        n = self.config.n_initial
+        y_sim = self.simulate(val.u, val.y[:n])
+        return outer.transform_y(y_sim[n:]) - outer.transform_y(val.y[n:])
+
+    def validation_rmse(self, data: Any) -> float:
+        """RMSE of ``data.validation`` in standardised output units, as training scored it.
+
+        See :meth:`validation_error`; a non-finite RMSE is ``inf``.
+        """
+        value = float(np.sqrt(np.mean(self.validation_error(data) ** 2)))
         return value if np.isfinite(value) else float("inf")
+
+    def run_alone(self, k: int) -> Identification:
+        """This identification with run ``k`` alone kept."""
+        return dataclasses.replace(self, best=k, members=())
 
     def score(self, record: Record, convention: str = "all", n_initial: int | None = None) -> float:
         """RMSE of the simulation of ``record`` (see :mod:`keras_mgu.sysid.scoring`).

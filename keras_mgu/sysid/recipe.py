@@ -25,6 +25,7 @@ it.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import time
 from collections.abc import Sequence
@@ -40,6 +41,7 @@ from keras_mgu.sysid.identification import Identification, SignalPath
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.model import build_simulator
 from keras_mgu.sysid.population import Member, population_groups, train_population
+from keras_mgu.sysid.selection import select
 from keras_mgu.sysid.windows import TrainingWindows
 
 __all__ = ["RunResult", "Structure", "identify", "structures", "train_simulator"]
@@ -270,7 +272,9 @@ def identify(
     trained: the network alone and the network on the linear model's residual
     each start with ``seed``, and the remaining ``restarts - 1`` runs use the
     structure whose run validated better. The run kept has the lowest
-    validation RMSE (:attr:`RunResult.validation_rmse`). ``data.test`` is not
+    validation RMSE (:attr:`RunResult.validation_rmse`); with
+    ``config.selection="ensemble"`` the result averages runs chosen on
+    validation (:mod:`~keras_mgu.sysid.selection`). ``data.test`` is not
     used.
 
     Args:
@@ -298,7 +302,19 @@ def identify(
     runs = trainer.train([(option, seed) for option in options])
     winner = next(o for o in options if o.name == runs[_best_run(runs)].structure)
     runs += trainer.train([(winner, seed + 1000 * k) for k in range(1, restarts)])
-    return Identification(runs, _best_run(runs), data.n_initial, trainer.first, linear_table)
+    found = Identification(runs, _best_run(runs), data.n_initial, trainer.first, linear_table)
+    rule = winner.config.selection
+    if rule != "best":
+        errors = [found.run_alone(k).validation_error(data) for k in range(len(runs))]
+        found.members = select(errors, rule)
+        if verbose:
+            print(f"selection ({rule}): runs {_multiset(found.members)}", flush=True)
+    return found
+
+
+def _multiset(members: tuple[int, ...]) -> str:
+    counts = collections.Counter(members)
+    return ", ".join(f"{k + 1}" + (f" x{c}" if c > 1 else "") for k, c in counts.items())
 
 
 class _Trainer:
