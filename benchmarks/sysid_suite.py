@@ -252,6 +252,42 @@ def report(out: str) -> str:
     return "\n".join(lines)
 
 
+def rules_table(out: str) -> str:
+    """Markdown: the selection rules on the same runs (seeds whose results record them).
+
+    Per benchmark and backend, medians over seeds: each rule's validation
+    RMSE and test score, how many seeds the ensemble rule averaged two runs
+    or more, and each rule chosen on the first half of the validation record
+    and scored on the second half (no test data involved).
+    """
+    lines = [
+        "| benchmark | backend | seeds | test, best run | test, ensemble | validation, best run | "
+        "validation, ensemble | seeds averaged | 2nd half of validation, best run | "
+        "2nd half of validation, ensemble |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    order = {name: i for i, name in enumerate(BENCHMARKS)}
+    for (benchmark, backend), results in sorted(
+        load_results(out).items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0][1])
+    ):
+        results = sorted((r for r in results if "rules" in r), key=lambda r: r["seed"])
+        if not results:
+            continue
+        unit = results[0]["unit"]
+        best, ens = ("rules", "best"), ("rules", "ensemble")
+        halves = [("validation_halves", rule, "second_half_rmse") for rule in SELECTION_RULES]
+        averaged = sum(len(set(r["rules"]["ensemble"]["members"])) > 1 for r in results)
+        lines.append(
+            f"| {benchmark} | {backend} | {' '.join(str(r['seed']) for r in results)} | "
+            f"{_median(results, *best, 'test'):.3g} {unit} | "
+            f"{_median(results, *ens, 'test'):.3g} {unit} | "
+            f"{_median(results, *best, 'validation_rmse'):.4f} | "
+            f"{_median(results, *ens, 'validation_rmse'):.4f} | {averaged} of {len(results)} | "
+            f"{_median(results, *halves[0]):.4f} | {_median(results, *halves[1]):.4f} |"
+        )
+    return "\n".join(lines)
+
+
 def runs_table(out: str) -> str:
     """Markdown: every run of every seed (structure, validation RMSE, test score); * = kept."""
     lines = [
@@ -288,6 +324,16 @@ def linear_alone(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def _median(results: list[dict], *keys: str) -> float:
+    """Median over ``results`` of ``result[keys[0]][keys[1]]...``."""
+    values = []
+    for result in results:
+        for key in keys:
+            result = result[key]
+        values.append(result)
+    return statistics.median(values)
+
+
 def _validation_median(results: list[dict]) -> str:
     """Median over seeds of the chosen run's validation RMSE (standardised), or a dash."""
     values = [r["runs"][r["chosen"]].get("validation_rmse") for r in results]
@@ -298,7 +344,8 @@ def _validation_median(results: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.report:
-        print(report(args.out) + "\n\nEvery run:\n\n" + runs_table(args.out))
+        print(report(args.out) + "\n\nSelection rules on the same runs:\n\n"
+              + rules_table(args.out) + "\n\nEvery run:\n\n" + runs_table(args.out))  # fmt: skip
     elif args.linear:
         print(linear_alone(args))
     elif args.worker:

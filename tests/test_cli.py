@@ -85,6 +85,16 @@ def test_n_initial_option_overrides_the_default(tmp_path, capsys):
     assert "from sample 7" in capsys.readouterr().out
 
 
+def test_selection_option_averages_runs_chosen_on_validation(tmp_path, capsys):
+    argv = ["identify", *TINY, "--iterations", "2", "--restarts", "2", "--selection", "ensemble"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    mgu = json.loads((tmp_path / "results.json").read_text())["MGU"]
+    assert mgu["config"]["selection"] == "ensemble"
+    assert mgu["averaged_seeds"][0] == mgu["chosen_seed"]
+    assert set(mgu["averaged_seeds"]) <= {0, 1000}
+    assert "selection (ensemble): runs " in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -96,6 +106,7 @@ def test_n_initial_option_overrides_the_default(tmp_path, capsys):
         (["--units", "0"], "argument --units: expected a positive integer"),
         (["--time-budget", "-1"], "argument --time-budget: expected a positive number"),
         (["--dataset", "silverbox"], "invalid choice: 'silverbox'"),
+        (["--selection", "mean"], "`selection` must be one of ('best', 'ensemble')"),
     ],
 )
 def test_bad_arguments_exit_with_a_message(argv, message, capsys, tmp_path):

@@ -152,6 +152,9 @@ def _add_recipe_arguments(group: argparse._ArgumentGroup) -> None:
                        "recipe's)")  # fmt: skip
     group.add_argument("--restarts", type=positive_int, default=3, metavar="N",
                        help="runs to choose from on the validation record")  # fmt: skip
+    group.add_argument("--selection", metavar="RULE",
+                       help="'best': keep the run best on validation; 'ensemble': average "
+                       "runs chosen greedily on validation (default: the recipe's)")  # fmt: skip
     group.add_argument("--seed", type=int, default=0, help="seed of the first run")
     group.add_argument("--compare", action="store_true",
                        help="also train GRU and LSTM models with the same recipe")  # fmt: skip
@@ -247,6 +250,7 @@ def recipe_options(args: argparse.Namespace) -> dict[str, Any]:
         "batch_size": args.batch_size,
         "learning_rate": args.learning_rate,
         "time_budget": args.time_budget,
+        "selection": args.selection,
         "n_initial": args.n_initial or None,  # the encoder reads as many as a test gives
     }
     given = {name: value for name, value in options.items() if value is not None}
@@ -301,6 +305,7 @@ def results_row(found: Any, data: Any, n_initial: int) -> dict[str, Any]:
         "validation_rmse": [run.validation_rmse for run in found.runs],
         "structures": [run.structure for run in found.runs],
         "chosen_seed": found.runs[found.best].seed,
+        "averaged_seeds": [found.runs[k].seed for k in found.members],
         "config": dataclasses.asdict(found.config),
         "rmse": found.score(data.test, "all"),
         "rmse_benchmark": found.score(data.test, "benchmark", n_initial),
