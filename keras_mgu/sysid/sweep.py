@@ -155,7 +155,8 @@ def _tuner_class():
             start = time.perf_counter()
             found = identify(job["data"], config, job["restarts"], job["seed"], population=True)
             self.found[trial.trial_id] = found
-            rmse = float(found.runs[found.best].validation_rmse)
+            # The kept model's: the best run, or the average the selection rule keeps.
+            rmse = found.validation_rmse(job["data"])
             return {"val_rmse": rmse, "seconds": time.perf_counter() - start}
 
     return RecipeTuner

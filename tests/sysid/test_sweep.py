@@ -1,5 +1,6 @@
 """Sweeps with KerasTuner: trials, the choice on validation, failed trials, distributed mode."""
 
+import dataclasses
 import math
 import time
 
@@ -31,6 +32,16 @@ def test_two_trials_give_a_table_and_the_best_on_validation(data, tmp_path):
     assert result.best.config.units == result.table[best]["units"]
     assert result.best.runs[result.best.best].validation_rmse == pytest.approx(scores[best])
     assert all(row["seconds"] > 0 for row in result.table)
+
+
+def test_a_trial_is_scored_by_the_model_its_selection_rule_keeps(data, tmp_path):
+    config = dataclasses.replace(TINY, linear_prior=False)
+    result = tune(data, {"selection": ["best", "ensemble"]}, config, max_trials=2, restarts=2,
+                  search="grid", directory=tmp_path)  # fmt: skip
+    scores = {row["selection"]: row["validation_rmse"] for row in result.table}
+    # The same seeds train the same runs; the average validates no worse than the best run.
+    assert scores["ensemble"] <= scores["best"] * (1 + 1e-6)
+    assert result.best.validation_rmse(data) == pytest.approx(min(scores.values()), rel=1e-5)
 
 
 def test_settings_of_mixed_types_come_back_as_given(data, tmp_path):
