@@ -11,6 +11,11 @@ exactly the runs of ``identify(..., restarts=K)``; for each K of
 * ``top3``: the test score of the mean simulation of the three runs with
   the lowest validation RMSE (an alternative rule, also chosen on
   validation only), and its validation RMSE;
+* ``ensemble``: the test score of the library's ``selection="ensemble"``
+  rule (:func:`keras_mgu.sysid.greedy_ensemble` on the validation errors),
+  and its validation RMSE;
+* ``half_best`` / ``half_ensemble``: each rule chosen on the first half of
+  the validation record, scored on the second half (no test data);
 * ``median``: the median test score of the runs; ``oracle``: the best test
   score among them (what no rule can know).
 
@@ -39,6 +44,7 @@ CHILD = """
 import dataclasses, json, sys
 import numpy as np
 from keras_mgu import datasets, sysid
+from keras_mgu.sysid.selection import select
 name, root, seed, ks, config = sys.argv[1:6]
 ks = json.loads(ks)
 data = datasets.load_benchmark(name, root)
@@ -50,15 +56,25 @@ def test(members):
     return scale * dataclasses.replace(found, members=tuple(members)).score(data.test, "benchmark")
 val = [r.validation_rmse for r in found.runs]
 tests = [test([i]) for i in range(len(found.runs))]
+errors = [found.run_alone(i).validation_error(data) for i in range(len(found.runs))]
+half = len(errors[0]) // 2
+def second_half(rule, idx):
+    picked = [idx[j] for j in select([errors[i][:half] for i in idx], rule)]
+    return float(np.sqrt(np.mean(np.mean([errors[i][half:] for i in picked], axis=0) ** 2)))
 rows = []
 for k in ks:
     idx = list(range(k + probes - 1))
     order = sorted(idx, key=lambda i: val[i])
     top = order[:3]
     ensemble = dataclasses.replace(found, members=tuple(top))
+    greedy = [idx[j] for j in select([errors[i] for i in idx], "ensemble")]
+    greedy_val = dataclasses.replace(found, members=tuple(greedy)).validation_rmse(data)
     rows.append({"k": k, "runs": len(idx), "chosen": tests[order[0]],
                  "chosen_validation": val[order[0]], "top3": test(top),
                  "top3_validation": ensemble.validation_rmse(data),
+                 "ensemble": test(greedy), "ensemble_validation": greedy_val,
+                 "half_best": second_half("best", idx),
+                 "half_ensemble": second_half("ensemble", idx),
                  "median": float(np.median([tests[i] for i in idx])),
                  "oracle": min(tests[i] for i in idx)})
 print("RESULT " + json.dumps(rows))
@@ -78,14 +94,17 @@ def run_seed(args: argparse.Namespace, seed: int) -> list[dict]:
 
 
 def table(rows: list[dict], args: argparse.Namespace) -> str:
-    keys = ("chosen_validation", "chosen", "top3_validation", "top3", "median", "oracle")
+    keys = ("chosen_validation", "chosen", "top3_validation", "top3", "ensemble_validation",
+            "ensemble", "half_best", "half_ensemble", "median", "oracle")  # fmt: skip
     out = [
         f"{args.benchmark}, {args.backend}, seeds {args.seeds}, config {args.config}: "
         "medians over the seeds (test RMSE in the protocol's unit; validation RMSE standardised)",
         "",
         "| K | runs | validation of chosen | test of chosen | validation of top-3 mean | "
-        "test of top-3 mean | median test | best test (oracle) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "test of top-3 mean | validation of ensemble rule | test of ensemble rule | "
+        "2nd half of validation, chosen on 1st: best run | same, ensemble rule | median test | "
+        "best test (oracle) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for k in args.ks:
         sel = [r for r in rows if r["k"] == k]
