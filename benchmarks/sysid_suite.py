@@ -227,6 +227,15 @@ def load_results(out: str) -> dict[tuple[str, str], list[dict]]:
     return rows
 
 
+def _groups(out: str):
+    """``(benchmark, backend, results by seed)``, benchmarks in suite order."""
+    order = {name: i for i, name in enumerate(BENCHMARKS)}
+    for (benchmark, backend), results in sorted(
+        load_results(out).items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0][1])
+    ):
+        yield benchmark, backend, sorted(results, key=lambda r: r["seed"])
+
+
 def report(out: str) -> str:
     """Markdown: one row per benchmark and backend."""
     lines = [
@@ -234,11 +243,7 @@ def report(out: str) -> str:
         "from the estimation start, median | validation RMSE, median | identify time, median |",
         "|---|---|---|---|---:|---:|---:|---:|---:|",
     ]
-    order = {name: i for i, name in enumerate(BENCHMARKS)}
-    for (benchmark, backend), results in sorted(
-        load_results(out).items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0][1])
-    ):
-        results = sorted(results, key=lambda r: r["seed"])
+    for benchmark, backend, results in _groups(out):
         unit = results[0]["unit"]
         tests = [r["test"] for r in results]
         lines.append(
@@ -266,11 +271,8 @@ def rules_table(out: str) -> str:
         "2nd half of validation, ensemble |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    order = {name: i for i, name in enumerate(BENCHMARKS)}
-    for (benchmark, backend), results in sorted(
-        load_results(out).items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0][1])
-    ):
-        results = sorted((r for r in results if "rules" in r), key=lambda r: r["seed"])
+    for benchmark, backend, results in _groups(out):
+        results = [r for r in results if "rules" in r]
         if not results:
             continue
         unit = results[0]["unit"]
