@@ -8,8 +8,9 @@
   derive its open settings from the record.
 * :mod:`~keras_mgu.sysid.linear`: :class:`LinearModel`, the ARX model fitted
   first, and :func:`select_linear_model`.
-* :mod:`~keras_mgu.sysid.recipe`: :func:`identify` (restarts, selection on
-  validation) and :func:`train_simulator` (one run).
+* :mod:`~keras_mgu.sysid.run`: :func:`train_simulator`, one run.
+* :mod:`~keras_mgu.sysid.recipe`: :func:`identify` (restarts of both
+  structures, the choice on validation).
 * :mod:`~keras_mgu.sysid.selection`: choosing among the runs on validation,
   the best run or an average of runs (:func:`greedy_ensemble`).
 * :mod:`~keras_mgu.sysid.population`: :func:`train_population`, several

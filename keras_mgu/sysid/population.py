@@ -6,7 +6,7 @@ become the branches of one model::
     inputs  [x_1, ..., x_K]     (each run's inputs, as train_simulator feeds them)
     outputs [y_1, ..., y_K]     loss = sum_k mse_k
 
-Each branch is the simulator :func:`~keras_mgu.sysid.recipe.train_simulator`
+Each branch is the simulator :func:`~keras_mgu.sysid.run.train_simulator`
 would build with that seed, and is trained on that run's own window draws.
 The branches share no weights, so the gradient for branch ``k`` is the
 gradient of its own loss; AdamW's update is elementwise and ``clipnorm``
@@ -32,6 +32,7 @@ import keras
 
 from keras_mgu.callbacks.population import PopulationEarlyStopping, flat_inputs
 from keras_mgu.datasets import Record
+from keras_mgu.sysid import run
 from keras_mgu.sysid.config import RecipeConfig
 
 __all__ = ["SHARED_SETTINGS", "Member", "population_groups", "train_population"]
@@ -105,7 +106,7 @@ def train_population(
     callbacks: Sequence[keras.callbacks.Callback] = (),
     time_budget: float | None = None,
 ) -> list:
-    """Train ``members`` at once; one :class:`~keras_mgu.sysid.recipe.RunResult` each.
+    """Train ``members`` at once; one :class:`~keras_mgu.sysid.run.RunResult` each.
 
     Args:
         members: Runs that agree on :data:`SHARED_SETTINGS`.
@@ -116,8 +117,6 @@ def train_population(
 
     Each result's ``seconds`` is the population's wall time.
     """
-    from keras_mgu.sysid import recipe
-
     members = list(members)
     if not members:
         raise ValueError("A population needs at least one member.")
@@ -131,21 +130,21 @@ def train_population(
     for k, m in enumerate(members):
         # Unique variable paths: the PyTorch backend tracks a model's weights by path.
         with keras.name_scope(f"run_{k}"):
-            branches.append(recipe.build_run_model(m.estimation, m.config, m.seed))
+            branches.append(run.build_run_model(m.estimation, m.config, m.seed))
     names = [b.name for b in branches]
     for k, branch in enumerate(branches):
         branch.name = f"run_{k}"  # unique names inside the population model
     try:
         population = _population_model(branches)
-        population.compile(recipe.run_optimizer(config), ["mse"] * len(branches))
+        population.compile(run.run_optimizer(config), ["mse"] * len(branches))
         stopper = PopulationEarlyStopping(
             branches,
-            [recipe.validation_data(m.estimation, m.validation, m.config) for m in members],
+            [run.validation_data(m.estimation, m.validation, m.config) for m in members],
             dict(config.score_weights),
             validation_frequency=max(1, config.iterations // config.validation_checks),
         )
-        schedule, budget, epochs = recipe.run_schedule(config, time_budget)
-        windows = [recipe.training_windows(m.estimation, m.config, m.seed) for m in members]
+        schedule, budget, epochs = run.run_schedule(config, time_budget)
+        windows = [run.training_windows(m.estimation, m.config, m.seed) for m in members]
         start = time.perf_counter()
         population.fit(
             _PopulationBatches(windows), epochs=epochs, verbose=verbose, shuffle=False,
@@ -156,7 +155,7 @@ def train_population(
         for branch, name in zip(branches, names, strict=True):
             branch.name = name
     return [
-        recipe.RunResult(
+        run.RunResult(
             branch, m.seed, float(s.best_score), int(s.best_iteration or 0), seconds, s, m.config
         )
         for branch, m, s in zip(branches, members, stopper.members, strict=True)

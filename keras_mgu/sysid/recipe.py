@@ -1,26 +1,15 @@
-"""The identification recipe: train simulation models on an estimation record, keep the best.
-
-One run (:func:`train_simulator`), on records as the network sees them:
-
-1. Build :func:`~keras_mgu.sysid.model.build_simulator` (MGU, linear path;
-   a learned initial state, or an encoder of the samples before each window)
-   with the run's seed.
-2. Train it with ``model.fit`` on :class:`~keras_mgu.sysid.windows.TrainingWindows`:
-   Adam with decoupled weight decay (AdamW), the learning rate cut at fixed
-   fractions of the run (:class:`~keras_mgu.callbacks.LearningRateDecayPoints`),
-   within a time budget (:class:`~keras_mgu.callbacks.TimeBudget`).
-3. Every ``iterations / validation_checks`` iterations, simulate the
-   validation record free-run and keep the weights with the best score
-   (:class:`~keras_mgu.callbacks.WeightedEarlyStopping`).
+"""The identification recipe: restarts of both structures, the choice on validation.
 
 :func:`identify` standardises the data (statistics of the estimation record
 only), fits a linear model first (:mod:`~keras_mgu.sysid.linear`), derives
 the settings the config leaves open from the record
 (:mod:`~keras_mgu.sysid.config`), trains ``restarts`` runs from different
-seeds (where the linear model explains the validation record, of both
-structures: the network on its residual and the network alone) and keeps the
-one with the best *validation* score. The test record is never seen by any of
-it.
+seeds (:mod:`~keras_mgu.sysid.run`; where the linear model explains the
+validation record, of both structures: the network on its residual and the
+network alone), as populations (:mod:`~keras_mgu.sysid.population`) or one
+by one, and keeps the one with the best *validation* score, or an average of
+runs (:mod:`~keras_mgu.sysid.selection`). The test record is never seen by
+any of it.
 """
 
 from __future__ import annotations
@@ -29,166 +18,19 @@ import collections
 import dataclasses
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import keras
 import numpy as np
 
-from keras_mgu.callbacks import LearningRateDecayPoints, TimeBudget, WeightedEarlyStopping
 from keras_mgu.datasets import Normalizer, Record, SysIdData
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.identification import Identification, SignalPath
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
-from keras_mgu.sysid.model import build_simulator
 from keras_mgu.sysid.population import Member, population_groups, train_population
+from keras_mgu.sysid.run import RunResult, train_simulator
 from keras_mgu.sysid.selection import select
-from keras_mgu.sysid.windows import TrainingWindows
 
 __all__ = ["RunResult", "Structure", "identify", "structures", "train_simulator"]
-
-@dataclasses.dataclass
-class RunResult:
-    """One trained run: its model, seed, settings and validation scores.
-
-    ``validation_score`` is the early-stopping score (the network's units);
-    ``validation_rmse`` is the RMSE of the validation record alone in the
-    estimation record's standardised output units, the same for every
-    structure (with or without the linear model). ``structure`` and ``path``
-    say how the network's signals relate to the physical ones; these three are
-    set by :func:`identify`.
-    """
-
-    model: keras.Model
-    seed: int
-    validation_score: float
-    best_iteration: int
-    seconds: float
-    stopper: WeightedEarlyStopping
-    config: RecipeConfig | None = None
-    validation_rmse: float = float("nan")
-    structure: str = "network"
-    path: SignalPath | None = None
-
-
-def _check_record(record: Any, what: str, min_samples: int = 2) -> Record:
-    if not isinstance(record, Record):
-        raise TypeError(f"`{what}` must be a keras_mgu.datasets.Record; got {type(record)}.")
-    if record.n_samples < min_samples:
-        raise ValueError(
-            f"The {what} record has {record.n_samples} samples; the recipe needs at least "
-            f"{min_samples}."
-        )
-    return record
-
-
-def validation_data(estimation: Record, validation: Record, config: RecipeConfig):
-    """``(x, y, weights)``: one sequence whose weighted free-run RMSE is the validation score.
-
-    A continuing validation record is simulated after the estimation record
-    from the learned initial state, and the score is the RMSE over both: the
-    free-run error of the whole experiment, whose last part training never
-    saw. A separate validation record is simulated on its own: with the
-    encoder, from the state its first ``n_initial`` samples give (the rest
-    scored); else from the learned state, its first ``washout`` samples
-    unscored.
-    """
-    as32 = lambda a: np.asarray(a, dtype="float32")[None]  # noqa: E731
-    if config.validation_continues:
-        u = np.concatenate([estimation.u, validation.u])
-        y = np.concatenate([estimation.y, validation.y])
-    else:
-        u, y = validation.u, validation.y
-    if config.initial_state == "encoder":
-        lag = config.n_initial
-        if len(u) <= lag:
-            raise ValueError(
-                f"The validation record has {len(u)} samples; the encoder reads {lag}, so it "
-                f"needs more than {lag}."
-            )
-        x = (as32(u[:lag]), as32(y[:lag]), as32(u[lag:]))
-        return x, as32(y[lag:]), np.ones((1, len(u) - lag), dtype="float32")
-    weights = np.ones(len(u), dtype="float32")
-    if not config.validation_continues:
-        weights[: min(config.washout, len(u) - 1)] = 0.0
-    return as32(u), as32(y), weights[None]
-
-
-def training_windows(estimation: Record, config: RecipeConfig, seed: int) -> TrainingWindows:
-    history = config.n_initial if config.initial_state == "encoder" else 0
-    return TrainingWindows(
-        estimation.u, estimation.y, config.window, config.batch_size,
-        config.steps_per_epoch, config.washout, seed=seed, history=history,
-    )  # fmt: skip
-
-
-def build_run_model(estimation: Record, config: RecipeConfig, seed: int) -> keras.Model:
-    """The simulator a run of ``config`` trains, its weights seeded with ``seed``."""
-    encoder = config.n_initial if config.initial_state == "encoder" else None
-    return build_simulator(
-        estimation.n_inputs, estimation.n_outputs, config.units, config.linear_path,
-        seed=seed, cell=config.cell, encoder_lag=encoder,
-    )  # fmt: skip
-
-
-def run_optimizer(config: RecipeConfig) -> keras.optimizers.Optimizer:
-    """AdamW with the config's learning rate, decoupled weight decay and ``clipnorm``."""
-    return keras.optimizers.AdamW(
-        config.learning_rate, weight_decay=config.weight_decay, clipnorm=config.clipnorm
-    )
-
-
-def run_schedule(config: RecipeConfig, time_budget: float | None) -> tuple:
-    """``(schedule, budget, epochs)``: the decay points, the time budget and ``fit``'s epochs."""
-    schedule = LearningRateDecayPoints(config.decay_points, decay_rate=config.decay_rate)
-    budget = TimeBudget(time_budget or config.time_budget, schedule)
-    return schedule, budget, max(1, -(-config.iterations // config.steps_per_epoch))
-
-
-def train_simulator(
-    estimation: Record,
-    validation: Record,
-    config: RecipeConfig | None = None,
-    seed: int = 0,
-    verbose: int | str = 0,
-    callbacks: Sequence[keras.callbacks.Callback] = (),
-    time_budget: float | None = None,
-) -> RunResult:
-    """Train one simulation model on records as the network sees them (see :func:`identify`).
-
-    Args:
-        estimation: Record to train on.
-        validation: Record to score for early stopping and restart selection.
-        config: The recipe's settings (default :class:`RecipeConfig`; open
-            fields are resolved for ``estimation``).
-        seed: Seeds the weights and the window draws.
-        verbose: ``model.fit``'s verbosity (``2``: one line per epoch).
-        callbacks: Further Keras callbacks for ``fit``.
-        time_budget: Seconds for this run (default: the config's budget).
-    """
-    n = _check_record(estimation, "estimation").n_samples
-    config = (config or RecipeConfig()).resolved(n)
-    _check_record(validation, "validation", min_samples=1)
-    model = build_run_model(estimation, config, seed)
-    optimizer = run_optimizer(config)
-    rmse = keras.metrics.RootMeanSquaredError(name="rmse")
-    model.compile(optimizer, "mse", weighted_metrics=[rmse])
-    stopper = WeightedEarlyStopping(
-        dict(config.score_weights),
-        validation_data=validation_data(estimation, validation, config),
-        validation_frequency=max(1, config.iterations // config.validation_checks),
-        restore_best_weights=True,
-    )
-    schedule, budget, epochs = run_schedule(config, time_budget)
-    start = time.perf_counter()
-    model.fit(
-        training_windows(estimation, config, seed), epochs=epochs, verbose=verbose,
-        shuffle=False,  # windows are drawn at random
-        callbacks=[schedule, budget, stopper, *callbacks],
-    )  # fmt: skip
-    return RunResult(
-        model, seed, float(stopper.best_score), int(stopper.best_iteration or 0),
-        time.perf_counter() - start, stopper, config,
-    )  # fmt: skip
 
 
 def _network_records(path: SignalPath, data: SysIdData, continues: bool) -> tuple[Record, Record]:
