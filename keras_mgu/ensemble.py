@@ -135,11 +135,14 @@ class Ensemble(keras.layers.Layer):
         return ops.stack(outputs, axis=1)
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        member = self.members[0]
-        if mask is None or not self.shared_inputs:
+        """Each member's output mask, stacked on axis 1 (None where a member gives none)."""
+        if mask is None:
             return None
-        out_mask = member.compute_mask(inputs, mask)
-        return None if out_mask is None else ops.stack([out_mask] * self.size, axis=1)
+        if self.shared_inputs:
+            masks = [m.compute_mask(inputs, mask) for m in self.members]
+        else:
+            masks = [m.compute_mask(inputs[:, k], mask[:, k]) for k, m in enumerate(self.members)]
+        return None if any(m is None for m in masks) else ops.stack(masks, axis=1)
 
     def compute_output_shape(self, input_shape: tuple) -> tuple:
         out = self.members[0].compute_output_shape(self._member_shape(input_shape))

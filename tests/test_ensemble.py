@@ -55,6 +55,17 @@ def test_a_shared_mask_reaches_every_member(rng):
         np.testing.assert_allclose(out[:, k], expected, rtol=1e-5, atol=1e-6)
 
 
+def test_per_member_masks_reach_their_member_and_come_out_stacked(rng):
+    ensemble, weights = _ensemble_of_mgus(rng, shared_inputs=False)
+    x = rng.standard_normal((B, K, T, D)).astype("float32")
+    mask = rng.random((B, K, T)) > 0.3
+    out = to_numpy(ensemble(x, mask=mask))
+    for k, w in enumerate(weights):
+        expected, _ = reference.mgu_sequence(x[:, k], *w, mask=mask[:, k])
+        np.testing.assert_allclose(out[:, k], expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(to_numpy(ensemble.compute_mask(x, mask)), mask)
+
+
 def test_members_start_from_their_own_weights():
     ensemble = Ensemble(MGU(H), size=K)
     ensemble.build((None, T, D))
