@@ -56,7 +56,7 @@ def test(members):
     return scale * dataclasses.replace(found, members=tuple(members)).score(data.test, "benchmark")
 val = [r.validation_rmse for r in found.runs]
 tests = [test([i]) for i in range(len(found.runs))]
-errors = [found.run_alone(i).validation_error(data) for i in range(len(found.runs))]
+errors = [r.validation_error for r in found.runs]
 half = len(errors[0]) // 2
 def second_half(rule, idx):
     picked = [idx[j] for j in select([errors[i][:half] for i in idx], rule)]

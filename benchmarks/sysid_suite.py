@@ -109,7 +109,7 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
         )
         print(f"  {benchmark} seed {seed}: {runs[-1]}", file=sys.stderr, flush=True)
     ensemble = dataclasses.replace(found, members=tuple(range(len(found.runs))))
-    errors = [found.run_alone(k).validation_error(data) for k in range(len(found.runs))]
+    errors = [run.validation_error for run in found.runs]
     return {
         "benchmark": benchmark,
         "backend": keras.backend.backend(),

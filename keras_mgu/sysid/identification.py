@@ -25,6 +25,7 @@ from keras_mgu.datasets import Normalizer, Record
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.linear import LinearModel
 from keras_mgu.sysid.scoring import score
+from keras_mgu.sysid.selection import error_rmse
 from keras_mgu.sysid.state import encoder_history, fit_initial_state
 
 __all__ = ["Identification", "SignalPath"]
@@ -180,8 +181,7 @@ class Identification:
 
         See :meth:`validation_error`; a non-finite RMSE is ``inf``.
         """
-        value = float(np.sqrt(np.mean(self.validation_error(data) ** 2)))
-        return value if np.isfinite(value) else float("inf")
+        return error_rmse(self.validation_error(data))
 
     def run_alone(self, k: int) -> Identification:
         """This identification with run ``k`` alone kept."""

@@ -28,7 +28,7 @@ from keras_mgu.sysid.identification import Identification, SignalPath
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.population import Member, population_groups, train_population
 from keras_mgu.sysid.run import RunResult, train_simulator
-from keras_mgu.sysid.selection import select
+from keras_mgu.sysid.selection import error_rmse, select
 
 __all__ = ["RunResult", "Structure", "identify", "structures", "train_simulator"]
 
@@ -147,8 +147,7 @@ def identify(
     found = Identification(runs, _best_run(runs), data.n_initial, trainer.first, linear_table)
     rule = winner.config.selection
     if rule != "best":
-        errors = [found.run_alone(k).validation_error(data) for k in range(len(runs))]
-        found.members = select(errors, rule)
+        found.members = select([run.validation_error for run in runs], rule)
         if verbose:
             print(f"selection ({rule}): runs {_multiset(found.members)}", flush=True)
     return found
@@ -213,7 +212,8 @@ class _Trainer:
     def _scored(self, run: RunResult, option: Structure, seed: int) -> RunResult:
         run.structure, run.path = option.name, option.path
         single = Identification([run], 0, self.data.n_initial, self.first)
-        run.validation_rmse = single.validation_rmse(self.data)
+        run.validation_error = single.validation_error(self.data)
+        run.validation_rmse = error_rmse(run.validation_error)
         self.done += 1
         if self.verbose:
             print(

@@ -52,9 +52,10 @@ class RunResult:
     ``validation_score`` is the early-stopping score (the network's units);
     ``validation_rmse`` is the RMSE of the validation record alone in the
     estimation record's standardised output units, the same for every
-    structure (with or without the linear model). ``structure`` and ``path``
-    say how the network's signals relate to the physical ones; these three are
-    set by :func:`identify`.
+    structure (with or without the linear model), and ``validation_error``
+    the error it is the RMSE of (``(N_scored, n_outputs)``, what the selection
+    rules read). ``structure`` and ``path`` say how the network's signals
+    relate to the physical ones; these four are set by :func:`identify`.
     """
 
     model: keras.Model
@@ -65,6 +66,7 @@ class RunResult:
     stopper: WeightedEarlyStopping
     config: RecipeConfig | None = None
     validation_rmse: float = float("nan")
+    validation_error: np.ndarray | None = None
     structure: str = "network"
     path: SignalPath | None = None
 

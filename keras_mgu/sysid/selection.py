@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["SELECTION_RULES", "check_rule", "greedy_ensemble", "select"]
+__all__ = ["SELECTION_RULES", "check_rule", "error_rmse", "greedy_ensemble", "select"]
 
 SELECTION_RULES = ("best", "ensemble")
 
@@ -40,7 +40,8 @@ def check_rule(rule: object) -> None:
         raise ValueError(f"`selection` must be one of {SELECTION_RULES}; received {rule!r}.")
 
 
-def _rmse(error: np.ndarray) -> float:
+def error_rmse(error: np.ndarray) -> float:
+    """The RMSE of a simulation error; ``inf`` where it is not finite."""
     value = float(np.sqrt(np.mean(np.square(error))))
     return value if np.isfinite(value) else float("inf")
 
@@ -70,13 +71,13 @@ def greedy_ensemble(errors: Sequence[np.ndarray], max_size: int = 64) -> tuple[i
         the average). The first is the best run.
     """
     errors = _check_errors(errors)
-    scores = [_rmse(e) for e in errors]
+    scores = [error_rmse(e) for e in errors]
     first = int(np.argmin(scores))
     picked, total, current = [first], errors[first].copy(), scores[first]
     usable = [k for k, s in enumerate(scores) if np.isfinite(s)]
     while len(picked) < max_size and np.isfinite(current):
         m = len(picked) + 1
-        trial = {k: _rmse((total + errors[k]) / m) for k in usable}
+        trial = {k: error_rmse((total + errors[k]) / m) for k in usable}
         k = min(trial, key=trial.get)
         if not trial[k] < current * (1 - 1e-9):
             break
@@ -91,5 +92,5 @@ def select(errors: Sequence[np.ndarray], rule: str) -> tuple[int, ...]:
     check_rule(rule)
     errors = _check_errors(errors)
     if rule == "best":
-        return (int(np.argmin([_rmse(e) for e in errors])),)
+        return (int(np.argmin([error_rmse(e) for e in errors])),)
     return greedy_ensemble(errors)
