@@ -39,6 +39,7 @@ __all__ = [
     "backward",
     "enabled",
     "forward",
+    "groups_of",
     "max_threads",
     "status",
     "threads",
@@ -56,6 +57,8 @@ DTYPES = ("float32", "float64")
 
 #: The batch size assumed where it is not known when the loop is chosen.
 DEFAULT_BATCH = 32
+#: The version of the core library's C entry points that this module calls.
+ABI_VERSION = 4
 
 _logger = logging.getLogger("keras_mgu")
 _LIBRARY_OF_BACKEND = {"tensorflow": "tf", "torch": "core", "jax": "xla"}
@@ -132,6 +135,12 @@ def _library_status(kind: str) -> NativeStatus:
 def _load(kind: str) -> Any:
     """The library ``kind``: a ctypes handle, or for ``"tf"`` the module of its operators."""
     path = str(library_path(kind))
+    if kind == "core":
+        lib = ctypes.CDLL(path)
+        version = lib.keras_mgu_abi_version()
+        if version != ABI_VERSION:
+            raise OSError(f"{path} has ABI version {version}; expected {ABI_VERSION}")
+        return lib
     if kind != "tf":
         return ctypes.CDLL(path)
     import tensorflow as tf
@@ -150,16 +159,16 @@ def core() -> ctypes.CDLL:
     for suffix in ("f32", "f64"):
         forward_fn = getattr(lib, f"keras_mgu_forward_{suffix}")
         forward_fn.argtypes = [
-            *(i64, i64, i64, ptr, ptr, ptr, ptr, c_int, c_int, ptr, ptr, i64, c_int)
+            *(i64, i64, i64, i64, ptr, ptr, ptr, ptr, c_int, c_int, ptr, ptr, i64, c_int)
         ]
         forward_fn.restype = c_int
         backward_fn = getattr(lib, f"keras_mgu_backward_{suffix}")
         backward_fn.argtypes = [
-            *(i64, i64, i64, ptr, ptr, ptr, ptr, ptr, c_int, c_int, ptr, ptr, ptr, i64, c_int)
+            *(i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr, c_int, c_int, ptr, ptr, ptr, i64, c_int)
         ]
         backward_fn.restype = c_int
         threads_fn = getattr(lib, f"keras_mgu_threads_{suffix}")
-        threads_fn.argtypes = [i64, i64, i64, i64]
+        threads_fn.argtypes = [i64, i64, i64, i64, i64]
         threads_fn.restype = i64
     return lib
 
@@ -179,6 +188,37 @@ def _codes(activation: str, ract: str) -> tuple[int, int]:
                 f"received {name!r}."
             )
     return ACTIVATION_CODES[activation], ACTIVATION_CODES[ract]
+
+
+def groups_of(u_shape: tuple, batch: int | None = None, units: int | None = None) -> int:
+    """G of a recurrent kernel of shape ``u_shape``: 1 for ``(H, 2H)``, G for ``(G, H, 2H)``.
+
+    Raises ValueError for another rank, for ``G < 1``, for a kernel that is
+    not ``(units, 2 units)`` per group where ``units`` is given, or when a
+    known ``batch`` is not a multiple of G (group g owns the batch rows
+    ``[g B/G, (g+1) B/G)``). Unknown dimensions (None) pass.
+    """
+    if len(u_shape) not in (2, 3):
+        raise ValueError(
+            f"The recurrent kernel `u` must have shape (H, 2H) or (G, H, 2H); received {u_shape}."
+        )
+    kernel = tuple(u_shape[-2:])
+    if units is not None and kernel != (units, 2 * units) and None not in kernel:
+        raise ValueError(
+            f"The recurrent kernel `u` must have shape ({units}, {2 * units}) or "
+            f"(G, {units}, {2 * units}) for {units} units; received {u_shape}."
+        )
+    groups = 1 if len(u_shape) == 2 else u_shape[0]
+    if groups is None:
+        return 1
+    if groups < 1:
+        raise ValueError(f"The recurrent kernel `u` {u_shape} must have at least one group.")
+    if batch is not None and batch % groups:
+        raise ValueError(
+            f"With a recurrent kernel `u` of shape {u_shape} (G = {groups} groups), the batch "
+            f"must be a multiple of G = {groups}; received a batch of {batch}."
+        )
+    return int(groups)
 
 
 def _check(code: int, what: str) -> None:
@@ -204,17 +244,29 @@ def max_threads(default: int = 0) -> int:
 
 
 def threads(
-    steps: int, batch: int, units: int, dtype: Any = "float32", limit: int | None = None
+    steps: int,
+    batch: int,
+    units: int,
+    dtype: Any = "float32",
+    limit: int | None = None,
+    groups: int = 1,
 ) -> int:
     """How many threads the loops run a call of this size on, with at most ``limit``.
 
     ``limit`` defaults to :func:`max_threads`. The sequences of a batch are
     independent, so a call large enough to gain from it splits the batch into
     one contiguous chunk per thread, each running the whole time loop, with
-    at least 4 sequences a chunk.
+    at least 4 sequences a chunk. With ``groups`` G > 1 (a ``(G, H, 2H)``
+    recurrent kernel; ``batch`` a multiple of G) a thread runs whole groups, or
+    when there are fewer groups than threads, a share of one group's rows; the
+    count of threads is the same.
     """
+    groups_of((groups, units, 2 * units), batch)
     fn = getattr(core(), f"keras_mgu_threads_{_suffix(dtype)}")
-    return int(fn(steps, batch, units, max_threads() if limit is None else limit))
+    count = int(fn(steps, batch, units, groups, max_threads() if limit is None else limit))
+    if count < 1:
+        raise ValueError(f"The native loops refuse {steps} steps of {batch} rows of {units} units.")
+    return count
 
 
 def call_forward(
@@ -225,14 +277,16 @@ def call_forward(
     ract: str,
     threads: int = 0,
     batch_major: bool = False,
+    groups: int = 1,
 ) -> None:
     """Run the forward loop on raw pointers ``(xw, h0, u, mask, hs, saved)``; see the header.
 
     ``shape`` is ``(T, B, H)``; ``threads`` is the most threads the call may
     use (0: the CPUs available); ``batch_major`` means ``xw`` and ``hs`` are
-    ``(B, T, ...)``.
+    ``(B, T, ...)``; ``groups`` is G of a ``(G, H, 2H)`` ``u`` (1 for ``(H, 2H)``).
     """
-    _call("forward", 4, shape, dtype, pointers, (activation, ract), threads, batch_major)
+    args = (shape, groups, dtype, pointers, (activation, ract), threads, batch_major)
+    _call("forward", 4, *args)
 
 
 def call_backward(
@@ -243,20 +297,23 @@ def call_backward(
     ract: str,
     threads: int = 0,
     batch_major: bool = False,
+    groups: int = 1,
 ) -> None:
     """Run the backward loop on ``(d_hs, d_last, saved, u, mask, dxw, dh0, du)`` pointers.
 
-    As :func:`call_forward`; ``batch_major`` applies to ``d_hs`` and ``dxw``.
+    As :func:`call_forward`; ``batch_major`` applies to ``d_hs`` and ``dxw``;
+    ``du`` has the shape of ``u``.
     """
-    _call("backward", 5, shape, dtype, pointers, (activation, ract), threads, batch_major)
+    args = (shape, groups, dtype, pointers, (activation, ract), threads, batch_major)
+    _call("backward", 5, *args)
 
 
-def _call(direction, inputs, shape, dtype, pointers, names, threads, batch_major) -> None:
+def _call(direction, inputs, shape, groups, dtype, pointers, names, threads, batch_major) -> None:
     """The C entry point's arguments: sizes, ``inputs`` input pointers, codes, outputs, settings."""
     fn = getattr(core(), f"keras_mgu_{direction}_{_suffix(dtype)}")
     codes = _codes(*names)
     args = (*pointers[:inputs], *codes, *pointers[inputs:], threads, batch_major)
-    _check(fn(*shape, *args), direction)
+    _check(fn(*shape, groups, *args), direction)
 
 
 def steps_and_batch(shape: tuple, batch_major: bool) -> tuple[int, int]:
@@ -282,8 +339,9 @@ def forward(
 
     Args:
         xw: ``(T, B, 2H)`` projected inputs (``(B, T, 2H)`` with ``batch_major``);
-            h0: ``(B, H)``; u: ``(H, 2H)``; mask: ``(T, B)`` booleans or None.
-            One float dtype for all.
+            h0: ``(B, H)``; u: ``(H, 2H)``, or ``(G, H, 2H)``: G groups, rows
+            ``[g B/G, (g+1) B/G)`` use ``u[g]``; mask: ``(T, B)`` booleans or
+            None. One float dtype for all.
 
     Returns:
         ``(hs, saved)``: ``(T, B, H)`` states (``(B, T, H)`` with ``batch_major``)
@@ -291,13 +349,15 @@ def forward(
     """
     dtype = np.dtype(xw.dtype)
     xw, h0, u = (np.ascontiguousarray(a, dtype) for a in (xw, h0, u))
-    (steps, batch), units = steps_and_batch(xw.shape, batch_major), xw.shape[2] // 2
+    (steps, batch), units = steps_and_batch(xw.shape, batch_major), xw.shape[-1] // 2
+    groups = groups_of(u.shape, batch, units)
     m = None if mask is None else np.ascontiguousarray(mask, np.uint8)
     hs = np.empty((*xw.shape[:2], units), dtype)
     saved = np.empty((steps, batch, 3 * units), dtype)
     pointers = tuple(_pointer(a) for a in (xw, h0, u, m, hs, saved))
     names = (activation, recurrent_activation)
-    call_forward((steps, batch, units), dtype, pointers, *names, max_threads(), batch_major)
+    settings = (max_threads(), batch_major, groups)
+    call_forward((steps, batch, units), dtype, pointers, *names, *settings)
     return hs, saved
 
 
@@ -315,17 +375,21 @@ def backward(
 
     ``d_hs`` ``(T, B, H)`` is the gradient of the states, ``d_last`` ``(B, H)``
     (or None) that of the final state; ``saved`` comes from :func:`forward`.
-    With ``batch_major``, ``d_hs`` and ``dxw`` are ``(B, T, ...)``.
+    With ``batch_major``, ``d_hs`` and ``dxw`` are ``(B, T, ...)``. u: ``(H, 2H)``,
+    or ``(G, H, 2H)``: G groups, rows ``[g B/G, (g+1) B/G)`` use ``u[g]``;
+    ``du`` has the shape of ``u``, group g's summed over its own rows.
     """
     dtype = np.dtype(saved.dtype)
     d_hs, saved, u = (np.ascontiguousarray(a, dtype) for a in (d_hs, saved, u))
     d_last = None if d_last is None else np.ascontiguousarray(d_last, dtype)
-    (steps, batch), units = steps_and_batch(d_hs.shape, batch_major), d_hs.shape[2]
+    (steps, batch), units = steps_and_batch(d_hs.shape, batch_major), d_hs.shape[-1]
+    groups = groups_of(u.shape, batch, units)
     m = None if mask is None else np.ascontiguousarray(mask, np.uint8)
     dxw = np.empty((*d_hs.shape[:2], 2 * units), dtype)
     dh0 = np.empty((batch, units), dtype)
-    du = np.empty((units, 2 * units), dtype)
+    du = np.empty(u.shape, dtype)
     pointers = tuple(_pointer(a) for a in (d_hs, d_last, saved, u, m, dxw, dh0, du))
     names = (activation, recurrent_activation)
-    call_backward((steps, batch, units), dtype, pointers, *names, max_threads(), batch_major)
+    settings = (max_threads(), batch_major, groups)
+    call_backward((steps, batch, units), dtype, pointers, *names, *settings)
     return dxw, dh0, du

@@ -4,6 +4,10 @@
 in :file:`mgu_xla_ffi.cc` and work under ``jax.jit``. They have no derivative
 rules of their own: :mod:`keras_mgu.kernels.jax` gives them one (through its
 differentiable ``lax.scan`` twins), so that second-order gradients work.
+
+The recurrent kernel ``u`` is ``(H, 2H)``, or ``(G, H, 2H)``: G groups, batch
+rows ``[g B/G, (g+1) B/G)`` use ``u[g]`` (B a multiple of G); ``du`` has the
+shape of ``u``.
 """
 
 from __future__ import annotations
@@ -86,10 +90,13 @@ def forward(
 ) -> tuple[jax.Array, jax.Array]:
     """``(hs, saved)``, ``(T, B, H)`` and ``(T, B, 3H)``, from ``xw`` ``(T, B, 2H)``.
 
-    ``m`` is the time-major mask ``(T, B)`` or ``(T, B, 1)`` of booleans, or None.
+    ``h0`` is ``(B, H)``; u: ``(H, 2H)``, or ``(G, H, 2H)``: G groups, rows
+    ``[g B/G, (g+1) B/G)`` use ``u[g]``. ``m`` is the time-major mask ``(T, B)``
+    or ``(T, B, 1)`` of booleans, or None.
     """
     steps, batch, two_units = xw.shape
     units = two_units // 2
+    native.groups_of(tuple(u.shape), batch, units)
     name = _TARGETS[("forward", np.dtype(xw.dtype).name)]
     call = jax.ffi.ffi_call(
         f"keras_mgu_{name}",
@@ -111,15 +118,20 @@ def backward(
     activation: str,
     recurrent_activation: str,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``(dxw, dh0, du)`` for state gradients ``d_hs`` ``(T, B, H)`` and ``d_last`` ``(B, H)``."""
+    """``(dxw, dh0, du)`` for state gradients ``d_hs`` ``(T, B, H)`` and ``d_last`` ``(B, H)``.
+
+    u: ``(H, 2H)``, or ``(G, H, 2H)``: G groups, rows ``[g B/G, (g+1) B/G)``
+    use ``u[g]``; ``du`` has the shape of ``u``, group g's summed over its rows.
+    """
     steps, batch, units = d_hs.shape
+    native.groups_of(tuple(u.shape), batch, units)
     name = _TARGETS[("backward", np.dtype(d_hs.dtype).name)]
     call = jax.ffi.ffi_call(
         f"keras_mgu_{name}",
         (
             jax.ShapeDtypeStruct((steps, batch, 2 * units), d_hs.dtype),
             jax.ShapeDtypeStruct((batch, units), d_hs.dtype),
-            jax.ShapeDtypeStruct((units, 2 * units), d_hs.dtype),
+            jax.ShapeDtypeStruct(tuple(u.shape), d_hs.dtype),
         ),
         vmap_method="sequential",
     )

@@ -4,7 +4,8 @@
 // dxw). With H units, for a batch of B sequences of T steps:
 //   xw     (T, B, 2H)  projected inputs x_t W + b: forget half first, candidate second
 //   h0     (B, H)      initial state
-//   u      (H, 2H)     recurrent kernel U = [U_f | U_c]
+//   u      (H, 2H)     recurrent kernel U = [U_f | U_c], or (G, H, 2H): G groups,
+//                      rows [g B/G, (g+1) B/G) of the batch use u[g]
 //   mask   (T, B)      1 for a real step, 0 for a masked one (or null: all real)
 //   hs     (T, B, H)   the states h_t (a masked step carries h_{t-1})
 //   saved  (T, B, 3H)  [h_{t-1} | f_t | c_t] per step, read by the backward pass
@@ -18,6 +19,7 @@
 //   dz_c = g f act'(c)      dfh = dz_c U_c^T      dz_f = (g (c - h) + dfh h) ract'(f)
 //   dL/dh_{t-1} = g (1 - f) + dfh f + dz_f U_f^T
 //   dxw[t] = [dz_f | dz_c]  dU_f += h^T dz_f      dU_c += (f h)^T dz_c
+// With G groups, du is (G, H, 2H), group g's summed over its own rows only.
 //
 // The arithmetic is in mgu_math.h, the batch split across threads in
 // mgu_threads.h.
@@ -33,9 +35,17 @@
 namespace keras_mgu {
 
 // -------------------------------------------------------------------- loops
-inline bool valid(int64_t steps, int64_t batch, int64_t units, int act, int ract) {
-  return steps >= 1 && batch >= 0 && units >= 1 && (act == kTanh || act == kSigmoid) &&
-         (ract == kTanh || ract == kSigmoid);
+inline bool valid(int64_t steps, int64_t batch, int64_t units, int64_t groups, int act,
+                  int ract) {
+  return steps >= 1 && batch >= 0 && units >= 1 && groups >= 1 && batch % groups == 0 &&
+         (act == kTanh || act == kSigmoid) && (ract == kTanh || ract == kSigmoid);
+}
+
+// The tasks of a call (mgu_threads.h).
+template <typename T>
+Plan call_plan(int64_t steps, int64_t batch, int64_t units, int64_t groups,
+               int64_t max_threads) {
+  return plan_tasks(batch, groups, chunk_count(steps, batch, padded<T>(units), max_threads));
 }
 
 // U (H, 2H) -> padded (Hp, 2Hp) [U_f | U_c], or with transpose the padded
@@ -239,45 +249,70 @@ void backward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_uni
   } while (0)
 
 template <typename T>
-int mgu_forward(int64_t steps, int64_t batch, int64_t units, const T* xw, const T* h0,
-                const T* u, const uint8_t* mask, int act, int ract, T* hs, T* saved,
-                int64_t max_threads, bool batch_major) {
-  if (!valid(steps, batch, units, act, ract) || max_threads < 0) return 1;
+int mgu_forward(int64_t steps, int64_t batch, int64_t units, int64_t groups, const T* xw,
+                const T* h0, const T* u, const uint8_t* mask, int act, int ract, T* hs,
+                T* saved, int64_t max_threads, bool batch_major) {
+  if (!valid(steps, batch, units, groups, act, ract) || max_threads < 0) return 1;
   const Layout xl = layout(batch_major, steps, batch, 2 * units);
   const Layout hl = layout(batch_major, steps, batch, units);
-  const int64_t chunks = chunk_count(steps, batch, padded<T>(units), max_threads);
-  return for_chunks(batch, chunks, [&](int64_t, int64_t b0, int64_t rows) {
-    KERAS_MGU_DISPATCH(T, forward_loop, units, steps, rows, batch, units, xw + b0 * xl.row, xl,
-                       h0 + b0 * units, u, mask == nullptr ? nullptr : mask + b0, act, ract,
-                       hs + b0 * hl.row, hl, saved + b0 * 3 * units);
+  const Plan plan = call_plan<T>(steps, batch, units, groups, max_threads);
+  return for_tasks(plan, [&](int64_t, const Task& task) {
+    const int64_t b0 = task.first;
+    KERAS_MGU_DISPATCH(T, forward_loop, units, steps, task.rows, batch, units, xw + b0 * xl.row,
+                       xl, h0 + b0 * units, u + task.group * units * 2 * units,
+                       mask == nullptr ? nullptr : mask + b0, act, ract, hs + b0 * hl.row, hl,
+                       saved + b0 * 3 * units);
   });
 }
 
+// du (G, H, 2H) from the tasks' padded (Hp, 2Hp) sums, `size` apart: group
+// g's is the total of its tasks' sums, added in task order.
 template <typename T>
-int mgu_backward(int64_t steps, int64_t batch, int64_t units, const T* d_hs, const T* d_last,
-                 const T* saved, const T* u, const uint8_t* mask, int act, int ract, T* dxw,
-                 T* dh0, T* du, int64_t max_threads, bool batch_major) {
-  if (!valid(steps, batch, units, act, ract) || max_threads < 0) return 1;
-  const Layout xl = layout(batch_major, steps, batch, 2 * units);
-  const Layout hl = layout(batch_major, steps, batch, units);
-  const int64_t hp = padded<T>(units), size = hp * 2 * hp;
-  const int64_t chunks = chunk_count(steps, batch, hp, max_threads);
-  std::vector<double> sums(chunks * size, 0.0);  // each chunk's dU, in double
-  const int code = for_chunks(batch, chunks, [&](int64_t i, int64_t b0, int64_t rows) {
-    KERAS_MGU_DISPATCH(T, backward_loop, units, steps, rows, batch, units, d_hs + b0 * hl.row, hl,
-                       d_last == nullptr ? nullptr : d_last + b0 * units,
-                       saved + b0 * 3 * units, u, mask == nullptr ? nullptr : mask + b0, act,
-                       ract, dxw + b0 * xl.row, xl, dh0 + b0 * units, sums.data() + i * size);
-  });
-  for (int64_t k = 0; k < units; ++k) {
-    for (int64_t half = 0; half < 2; ++half) {
-      for (int64_t j = 0; j < units; ++j) {
-        double total = 0.0;
-        for (int64_t i = 0; i < chunks; ++i) total += sums[i * size + k * 2 * hp + half * hp + j];
-        du[k * 2 * units + half * units + j] = static_cast<T>(total);
+void gather_du(const Plan& plan, const double* sums, int64_t size, int64_t units,
+               int64_t groups, T* du) {
+  const int64_t hp = padded<T>(units), tasks = int64_t(plan.tasks.size());
+  std::fill(du, du + groups * units * 2 * units, T(0));
+  for (int64_t first = 0, last = 0; first < tasks; first = last) {
+    const int64_t g = plan.tasks[first].group;
+    while (last < tasks && plan.tasks[last].group == g) ++last;
+    T* du_g = du + g * units * 2 * units;
+    for (int64_t k = 0; k < units; ++k) {
+      for (int64_t half = 0; half < 2; ++half) {
+        for (int64_t j = 0; j < units; ++j) {
+          const int64_t at = k * 2 * hp + half * hp + j;
+          double total = 0.0;
+          for (int64_t i = first; i < last; ++i) total += sums[i * size + at];
+          du_g[k * 2 * units + half * units + j] = static_cast<T>(total);
+        }
       }
     }
   }
+}
+
+template <typename T>
+int mgu_backward(int64_t steps, int64_t batch, int64_t units, int64_t groups, const T* d_hs,
+                 const T* d_last, const T* saved, const T* u, const uint8_t* mask, int act,
+                 int ract, T* dxw, T* dh0, T* du, int64_t max_threads, bool batch_major) {
+  if (!valid(steps, batch, units, groups, act, ract) || max_threads < 0) return 1;
+  const Layout xl = layout(batch_major, steps, batch, 2 * units);
+  const Layout hl = layout(batch_major, steps, batch, units);
+  const int64_t hp = padded<T>(units), size = hp * 2 * hp;
+  const Plan plan = call_plan<T>(steps, batch, units, groups, max_threads);
+  std::vector<double> sums;  // each task's dU, in double
+  try {
+    sums.assign(plan.tasks.size() * size, 0.0);
+  } catch (const std::bad_alloc&) {
+    return 2;
+  }
+  const int code = for_tasks(plan, [&](int64_t i, const Task& task) {
+    const int64_t b0 = task.first;
+    KERAS_MGU_DISPATCH(T, backward_loop, units, steps, task.rows, batch, units,
+                       d_hs + b0 * hl.row, hl, d_last == nullptr ? nullptr : d_last + b0 * units,
+                       saved + b0 * 3 * units, u + task.group * units * 2 * units,
+                       mask == nullptr ? nullptr : mask + b0, act, ract, dxw + b0 * xl.row, xl,
+                       dh0 + b0 * units, sums.data() + i * size);
+  });
+  gather_du(plan, sums.data(), size, units, groups, du);
   return code;
 }
 

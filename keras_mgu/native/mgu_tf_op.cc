@@ -1,8 +1,10 @@
 // TensorFlow operators of the MGU loops, for the TensorFlow front-end
-// (tf.load_op_library). Shapes are those of mgu_kernel.h; `mask` is a (T, B)
-// boolean tensor or, with masked = false, a placeholder that is not read;
-// `threads` is the most threads a call may use (0: the CPUs available).
+// (tf.load_op_library). Shapes are those of mgu_kernel.h; `u` is (H, 2H) or,
+// for G groups, (G, H, 2H) with B a multiple of G; `mask` is a (T, B) boolean
+// tensor or, with masked = false, a placeholder that is not read; `threads` is
+// the most threads a call may use (0: the CPUs available).
 #include <cstdint>
+#include <string>
 
 #include "mgu_kernel.h"
 #include "tensorflow/core/framework/op.h"
@@ -33,8 +35,10 @@ REGISTER_OP("KerasMguForward")
     .Attr("masked: bool")
     .Attr("threads: int")
     .SetShapeFn([](InferenceContext* c) {
-      ShapeHandle xw;
+      ShapeHandle xw, u;
       TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 3, &xw));
+      TF_RETURN_IF_ERROR(c->WithRankAtLeast(c->input(2), 2, &u));
+      TF_RETURN_IF_ERROR(c->WithRankAtMost(u, 3, &u));
       DimensionHandle units, three;
       TF_RETURN_IF_ERROR(c->Divide(c->Dim(xw, 2), 2, true, &units));
       TF_RETURN_IF_ERROR(c->Multiply(units, 3, &three));
@@ -57,13 +61,23 @@ REGISTER_OP("KerasMguBackward")
     .Attr("masked: bool")
     .Attr("threads: int")
     .SetShapeFn([](InferenceContext* c) {
-      ShapeHandle d_hs;
+      ShapeHandle d_hs, u;
       TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 3, &d_hs));
+      TF_RETURN_IF_ERROR(c->WithRankAtLeast(c->input(2), 2, &u));
+      TF_RETURN_IF_ERROR(c->WithRankAtMost(u, 3, &u));
       DimensionHandle units = c->Dim(d_hs, 2), two;
       TF_RETURN_IF_ERROR(c->Multiply(units, 2, &two));
       c->set_output(0, c->MakeShape({c->Dim(d_hs, 0), c->Dim(d_hs, 1), two}));
       c->set_output(1, c->MakeShape({c->Dim(d_hs, 1), units}));
-      c->set_output(2, c->MakeShape({units, two}));
+      ShapeHandle du = u;  // u's shape: (H, 2H) or (G, H, 2H)
+      if (c->RankKnown(u)) {
+        ShapeHandle kernel = c->MakeShape({units, two});
+        if (c->Rank(u) == 3) {
+          TF_RETURN_IF_ERROR(c->Concatenate(c->MakeShape({c->Dim(u, 0)}), kernel, &kernel));
+        }
+        TF_RETURN_IF_ERROR(c->Merge(u, kernel, &du));
+      }
+      c->set_output(2, du);
       return absl::OkStatus();
     });
 
@@ -86,6 +100,28 @@ bool HasShape(OpKernelContext* ctx, const Tensor& tensor, const TensorShape& sha
   ctx->CtxFailure(absl::InvalidArgumentError(
       std::string("keras_mgu: `") + name + "` must have shape " + shape.DebugString() +
       "; received " + tensor.shape().DebugString()));
+  return false;
+}
+
+// G from `u`, (H, 2H) or (G, H, 2H), after checking its shape and that the
+// batch is a multiple of G; false (with the error set) otherwise.
+bool Groups(OpKernelContext* ctx, const Tensor& u, int64_t batch, int64_t units,
+            int64_t* groups) {
+  if (u.dims() != 2 && u.dims() != 3) {
+    ctx->CtxFailure(absl::InvalidArgumentError(
+        "keras_mgu: `u` must have shape (H, 2H) or (G, H, 2H); received " +
+        u.shape().DebugString()));
+    return false;
+  }
+  *groups = u.dims() == 3 ? u.dim_size(0) : 1;
+  const TensorShape want = u.dims() == 3 ? TensorShape({*groups, units, 2 * units})
+                                         : TensorShape({units, 2 * units});
+  if (!HasShape(ctx, u, want, "u")) return false;
+  if (*groups >= 1 && batch % *groups == 0) return true;
+  ctx->CtxFailure(absl::InvalidArgumentError(
+      "keras_mgu: `u` of shape " + u.shape().DebugString() + " gives G = " +
+      std::to_string(*groups) + " groups; expected G >= 1 and a batch that is a multiple of G, " +
+      "received a batch of " + std::to_string(batch)));
   return false;
 }
 
@@ -123,8 +159,9 @@ class ForwardOp : public OpKernel {
     const Tensor& h0 = ctx->input(1);
     const Tensor& u = ctx->input(2);
     const uint8_t* mask = nullptr;
+    int64_t groups = 1;
     if (!HasShape(ctx, h0, TensorShape({batch, units}), "h0") ||
-        !HasShape(ctx, u, TensorShape({units, 2 * units}), "u") ||
+        !Groups(ctx, u, batch, units, &groups) ||
         !MaskData(ctx, settings_.masked, steps, batch, &mask)) {
       return;
     }
@@ -133,7 +170,7 @@ class ForwardOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({steps, batch, units}), &hs));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({steps, batch, 3 * units}), &saved));
     Finish(ctx,
-           keras_mgu::mgu_forward<T>(steps, batch, units, xw.flat<T>().data(),
+           keras_mgu::mgu_forward<T>(steps, batch, units, groups, xw.flat<T>().data(),
                                      h0.flat<T>().data(), u.flat<T>().data(), mask,
                                      settings_.activation, settings_.recurrent_activation,
                                      hs->flat<T>().data(), saved->flat<T>().data(),
@@ -158,8 +195,9 @@ class BackwardOp : public OpKernel {
     const Tensor& saved = ctx->input(1);
     const Tensor& u = ctx->input(2);
     const uint8_t* mask = nullptr;
+    int64_t groups = 1;
     if (!HasShape(ctx, saved, TensorShape({steps, batch, 3 * units}), "saved") ||
-        !HasShape(ctx, u, TensorShape({units, 2 * units}), "u") ||
+        !Groups(ctx, u, batch, units, &groups) ||
         !MaskData(ctx, settings_.masked, steps, batch, &mask)) {
       return;
     }
@@ -168,10 +206,10 @@ class BackwardOp : public OpKernel {
     Tensor* du = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({steps, batch, 2 * units}), &dxw));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({batch, units}), &dh0));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(2, TensorShape({units, 2 * units}), &du));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(2, u.shape(), &du));
     Finish(ctx,
-           keras_mgu::mgu_backward<T>(steps, batch, units, d_hs.flat<T>().data(), nullptr,
-                                      saved.flat<T>().data(), u.flat<T>().data(), mask,
+           keras_mgu::mgu_backward<T>(steps, batch, units, groups, d_hs.flat<T>().data(),
+                                      nullptr, saved.flat<T>().data(), u.flat<T>().data(), mask,
                                       settings_.activation, settings_.recurrent_activation,
                                       dxw->flat<T>().data(), dh0->flat<T>().data(),
                                       du->flat<T>().data(), settings_.threads,

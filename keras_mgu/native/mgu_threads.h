@@ -1,4 +1,4 @@
-// Threads for the MGU loops (mgu_kernel.h): the batch split into chunks.
+// Threads for the MGU loops (mgu_kernel.h): the batch split into tasks.
 #pragma once
 
 #include <pthread.h>
@@ -16,12 +16,19 @@ namespace keras_mgu {
 
 // ------------------------------------------------------------------ threads
 // The sequences of a batch are independent, so a call splits the batch into
-// contiguous chunks, each running the whole time loop on its own thread; only
-// the dU sums meet, added in chunk order. A call runs on at most max_threads
-// threads (0: the CPUs this process may run on), a chunk has at least
+// contiguous chunks, one per thread, each running the whole time loop; only
+// the dU sums meet, added in a fixed order. A call runs on at most max_threads
+// threads (0: the CPUs this process may run on), a thread has at least
 // kMinRows sequences, and a call is split only when its work,
 // steps * batch * Hp^2, is at least kMinWork (below it, starting a thread
 // costs more than it saves).
+//
+// With G groups (G recurrent kernels, group g owning the rows
+// [g B/G, (g+1) B/G)), a loop runs over the rows of one group only: the work
+// is a list of tasks, each a range of rows of one group. With at least as many
+// groups as threads, a thread runs a contiguous range of whole groups; with
+// fewer, each group is split into row ranges among its share of the threads.
+// With one group the tasks are the chunks above.
 constexpr int64_t kMinRows = 4;
 constexpr int64_t kMinWork = int64_t(1) << 18;
 
@@ -51,34 +58,76 @@ inline int64_t chunk_count(int64_t steps, int64_t batch, int64_t hp, int64_t max
   return std::max<int64_t>(1, std::min(threads, batch / kMinRows));
 }
 
-// Runs fn(chunk, first_row, rows) over `chunks` contiguous chunks of `batch`
-// rows. Built with KERAS_MGU_OPENMP, the chunks run in an OpenMP parallel
-// region: in a PyTorch process that is PyTorch's own OpenMP thread pool, whose
-// workers are already awake. Otherwise chunk 0 runs on the calling thread and
-// every other chunk on a new std::thread (or here, if one cannot start).
-// Returns 0, or 2 when a chunk ran out of memory.
+// `rows` rows of group `group`, from row `first` of the batch.
+struct Task {
+  int64_t group, first, rows;
+};
+
+// The tasks of a call; thread i runs tasks[start[i]] to tasks[start[i + 1] - 1].
+struct Plan {
+  std::vector<Task> tasks;
+  std::vector<int64_t> start = {0};
+
+  int64_t threads() const { return int64_t(start.size()) - 1; }
+  void add(int64_t group, int64_t first, int64_t rows) {
+    if (rows > 0) tasks.push_back(Task{group, first, rows});
+  }
+  void end_thread() { start.push_back(int64_t(tasks.size())); }
+};
+
+// The tasks of `batch` rows in `groups` groups (batch % groups == 0) on
+// `threads` threads (chunk_count).
+inline Plan plan_tasks(int64_t batch, int64_t groups, int64_t threads) {
+  Plan plan;
+  const int64_t rows = batch / groups;
+  if (groups >= threads) {  // whole groups, a contiguous range per thread
+    for (int64_t i = 0; i < threads; ++i) {
+      for (int64_t g = groups * i / threads; g < groups * (i + 1) / threads; ++g) {
+        plan.add(g, g * rows, rows);
+      }
+      plan.end_thread();
+    }
+    return plan;
+  }
+  for (int64_t g = 0; g < groups; ++g) {  // group g's rows split among its threads
+    const int64_t pieces = threads * (g + 1) / groups - threads * g / groups;
+    for (int64_t j = 0; j < pieces; ++j) {
+      const int64_t first = rows * j / pieces, last = rows * (j + 1) / pieces;
+      plan.add(g, g * rows + first, last - first);
+      plan.end_thread();
+    }
+  }
+  return plan;
+}
+
+// Runs fn(task_index, task) over the tasks of `plan`, each thread its own.
+// Built with KERAS_MGU_OPENMP, the threads run in an OpenMP parallel region:
+// in a PyTorch process that is PyTorch's own OpenMP thread pool, whose workers
+// are already awake. Otherwise thread 0's tasks run on the calling thread and
+// every other thread's on a new std::thread (or here, if one cannot start).
+// Returns 0, or 2 when a task ran out of memory.
 template <typename Fn>
-int for_chunks(int64_t batch, int64_t chunks, Fn fn) {
+int for_tasks(const Plan& plan, Fn fn) {
   std::atomic<bool> failed(false);
   auto run = [&](int64_t i) {
     try {
-      const int64_t first = batch * i / chunks, last = batch * (i + 1) / chunks;
-      fn(i, first, last - first);
+      for (int64_t k = plan.start[i]; k < plan.start[i + 1]; ++k) fn(k, plan.tasks[k]);
     } catch (const std::bad_alloc&) {
       failed = true;
     }
   };
-  if (chunks == 1) {
+  const int64_t threads = plan.threads();
+  if (threads == 1) {
     run(0);
     return failed ? 2 : 0;
   }
 #ifdef KERAS_MGU_OPENMP
-#pragma omp parallel for num_threads(chunks) schedule(static, 1)
-  for (int64_t i = 0; i < chunks; ++i) run(i);
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+  for (int64_t i = 0; i < threads; ++i) run(i);
 #else
   std::vector<std::thread> workers;
   std::vector<int64_t> here = {0};
-  for (int64_t i = 1; i < chunks; ++i) {
+  for (int64_t i = 1; i < threads; ++i) {
     try {
       workers.emplace_back(run, i);
     } catch (const std::system_error&) {

@@ -1,7 +1,8 @@
 // XLA FFI handlers of the MGU loops, for the JAX front-end (jax.ffi.ffi_call).
-// Buffers and their shapes are those of mgu_kernel.h; `masked` says whether the
-// mask buffer holds a (T, B) mask or is a placeholder; `threads` is the most
-// threads a call may use (0: the CPUs available).
+// Buffers and their shapes are those of mgu_kernel.h; `u` (and `du`) is
+// (H, 2H) or, for G groups, (G, H, 2H) with B a multiple of G; `masked` says
+// whether the mask buffer holds a (T, B) mask or is a placeholder; `threads` is
+// the most threads a call may use (0: the CPUs available).
 #include <cstdint>
 #include <string>
 
@@ -22,6 +23,18 @@ ffi::Error Refused(int code, const char* what) {
                     std::string("keras_mgu native ") + what + " refused its arguments");
 }
 
+// G of the recurrent kernel `u` of H units: (H, 2H) holds one group,
+// (G, H, 2H) G; 0 for any other shape (which the loops refuse).
+template <typename Buffer>
+int64_t Groups(const Buffer& u, int64_t units) {
+  auto dims = u.dimensions();
+  const size_t rank = dims.size();
+  if ((rank != 2 && rank != 3) || dims[rank - 2] != units || dims[rank - 1] != 2 * units) {
+    return 0;
+  }
+  return rank == 3 ? dims[0] : 1;
+}
+
 template <ffi::DataType DT>
 ffi::Error Forward(ffi::Buffer<DT> xw, ffi::Buffer<DT> h0, ffi::Buffer<DT> u,
                    ffi::Buffer<ffi::PRED> mask, int32_t activation,
@@ -30,10 +43,10 @@ ffi::Error Forward(ffi::Buffer<DT> xw, ffi::Buffer<DT> h0, ffi::Buffer<DT> u,
   auto dims = xw.dimensions();
   if (dims.size() != 3) return Refused(1, "forward");
   const auto* m = masked ? reinterpret_cast<const uint8_t*>(mask.typed_data()) : nullptr;
-  int code = keras_mgu::mgu_forward(dims[0], dims[1], dims[2] / 2, xw.typed_data(),
-                                    h0.typed_data(), u.typed_data(), m, activation,
-                                    recurrent_activation, hs->typed_data(), saved->typed_data(),
-                                    threads, /*batch_major=*/false);
+  int code = keras_mgu::mgu_forward(dims[0], dims[1], dims[2] / 2, Groups(u, dims[2] / 2),
+                                    xw.typed_data(), h0.typed_data(), u.typed_data(), m,
+                                    activation, recurrent_activation, hs->typed_data(),
+                                    saved->typed_data(), threads, /*batch_major=*/false);
   return Refused(code, "forward");
 }
 
@@ -44,12 +57,14 @@ ffi::Error Backward(ffi::Buffer<DT> d_hs, ffi::Buffer<DT> d_last, ffi::Buffer<DT
                     ffi::ResultBuffer<DT> dxw, ffi::ResultBuffer<DT> dh0,
                     ffi::ResultBuffer<DT> du) {
   auto dims = d_hs.dimensions();
-  if (dims.size() != 3) return Refused(1, "backward");
+  if (dims.size() != 3 || du->element_count() != u.element_count()) {
+    return Refused(1, "backward");
+  }
   const auto* m = masked ? reinterpret_cast<const uint8_t*>(mask.typed_data()) : nullptr;
   int code = keras_mgu::mgu_backward(
-      dims[0], dims[1], dims[2], d_hs.typed_data(), d_last.typed_data(), saved.typed_data(),
-      u.typed_data(), m, activation, recurrent_activation, dxw->typed_data(),
-      dh0->typed_data(), du->typed_data(), threads,
+      dims[0], dims[1], dims[2], Groups(u, dims[2]), d_hs.typed_data(), d_last.typed_data(),
+      saved.typed_data(), u.typed_data(), m, activation, recurrent_activation,
+      dxw->typed_data(), dh0->typed_data(), du->typed_data(), threads,
       /*batch_major=*/false);
   return Refused(code, "backward");
 }

@@ -57,13 +57,23 @@ def _mask_or_placeholder(mask: Any) -> tf.Tensor:
     return tf.zeros((1, 1), tf.bool) if mask is None else mask
 
 
+def _check_groups(u: tf.Tensor, batch: int | None, units: int | None) -> None:
+    """ValueError where the static shapes show a ``u`` or batch the operators refuse."""
+    if u.shape.rank is not None:
+        native.groups_of(tuple(u.shape), batch, units)
+
+
 def forward(
     xw: tf.Tensor, h0: tf.Tensor, u: tf.Tensor, mask: Any, activation: str, ract: str
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """``(hs, saved)``, ``(T, B, H)`` and ``(T, B, 3H)``, from ``xw`` ``(T, B, 2H)``.
 
-    ``mask`` is a ``(T, B)`` boolean tensor or None.
+    ``h0`` is ``(B, H)``; u: ``(H, 2H)``, or ``(G, H, 2H)``: G groups, rows
+    ``[g B/G, (g+1) B/G)`` use ``u[g]`` (B a multiple of G). ``mask`` is a
+    ``(T, B)`` boolean tensor or None.
     """
+    two_units = xw.shape[-1]
+    _check_groups(u, xw.shape[1], None if two_units is None else two_units // 2)
     ops = native._load("tf")
     m = _mask_or_placeholder(mask)
     return tuple(ops.keras_mgu_forward(xw, h0, u, m, **_settings(mask, activation, ract)))
@@ -72,7 +82,13 @@ def forward(
 def backward(
     d_hs: tf.Tensor, saved: tf.Tensor, u: tf.Tensor, mask: Any, activation: str, ract: str
 ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """``(dxw, dh0, du)`` for the state gradients ``d_hs`` ``(T, B, H)``."""
+    """``(dxw, dh0, du)`` for the state gradients ``d_hs`` ``(T, B, H)``.
+
+    ``saved`` comes from :func:`forward`; u: ``(H, 2H)``, or ``(G, H, 2H)``: G
+    groups, rows ``[g B/G, (g+1) B/G)`` use ``u[g]``; ``du`` has the shape of
+    ``u``, group g's summed over its own rows.
+    """
+    _check_groups(u, d_hs.shape[1], d_hs.shape[-1])
     ops = native._load("tf")
     m = _mask_or_placeholder(mask)
     return tuple(ops.keras_mgu_backward(d_hs, saved, u, m, **_settings(mask, activation, ract)))

@@ -11,6 +11,10 @@ own OpenMP threads, ``torch.get_num_threads()`` of them unless
 ``KERAS_MGU_NUM_THREADS`` says otherwise. Traced code calls the operators;
 eager code calls the same loops and gradients through a
 ``torch.autograd.Function``, which skips the dispatcher (:func:`recurrence`).
+
+The recurrent kernel ``u`` is ``(H, 2H)``, or ``(G, H, 2H)``: G groups, batch
+rows ``[g B/G, (g+1) B/G)`` use ``u[g]`` (B a multiple of G), and its gradient
+has the shape of ``u``.
 """
 
 from __future__ import annotations
@@ -32,9 +36,7 @@ _ACTIVATIONS = {code: name for name, code in native.ACTIVATION_CODES.items()}
 _differentiable_backward: list[Callable] = []
 
 
-def usable(
-    dtype: torch.dtype, units: int, device: torch.device, batch: int | None = None
-) -> bool:
+def usable(dtype: torch.dtype, units: int, device: torch.device, batch: int | None = None) -> bool:
     """Whether the native loops serve this call (CPU, float32/64, small enough, built)."""
     return (
         device.type == "cpu"
@@ -54,14 +56,15 @@ def _run_forward(
 ) -> tuple[Tensor, Tensor]:  # fmt: skip
     xw, h0, u = (t.contiguous() for t in (xw, h0, u))
     mask = None if mask is None else mask.to(torch.uint8).contiguous()
-    (steps, batch), units = native.steps_and_batch(xw.shape, batch_major), xw.shape[2] // 2
+    (steps, batch), units = native.steps_and_batch(xw.shape, batch_major), xw.shape[-1] // 2
+    groups = native.groups_of(tuple(u.shape), batch, units)
     hs = xw.new_empty((*xw.shape[:2], units))
     saved = xw.new_empty((steps, batch, 3 * units))
     pointers = tuple(_pointer(t) for t in (xw, h0, u, mask, hs, saved))
     names = (_ACTIVATIONS[activation], _ACTIVATIONS[ract])
-    threads = native.max_threads(torch.get_num_threads())
+    settings = (native.max_threads(torch.get_num_threads()), batch_major, groups)
     dtype = _numpy_dtype(xw.dtype)
-    native.call_forward((steps, batch, units), dtype, pointers, *names, threads, batch_major)
+    native.call_forward((steps, batch, units), dtype, pointers, *names, *settings)
     return hs, saved
 
 
@@ -71,15 +74,16 @@ def _run_backward(
 ) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
     d_hs, saved, u = (t.contiguous() for t in (d_hs, saved, u))
     mask = None if mask is None else mask.to(torch.uint8).contiguous()
-    (steps, batch), units = native.steps_and_batch(d_hs.shape, batch_major), d_hs.shape[2]
+    (steps, batch), units = native.steps_and_batch(d_hs.shape, batch_major), d_hs.shape[-1]
+    groups = native.groups_of(tuple(u.shape), batch, units)
     dxw = d_hs.new_empty((*d_hs.shape[:2], 2 * units))
     dh0 = d_hs.new_empty((batch, units))
-    du = d_hs.new_empty((units, 2 * units))
+    du = d_hs.new_empty(u.shape)
     pointers = tuple(_pointer(t) for t in (d_hs, None, saved, u, mask, dxw, dh0, du))
     names = (_ACTIVATIONS[activation], _ACTIVATIONS[ract])
-    threads = native.max_threads(torch.get_num_threads())
+    settings = (native.max_threads(torch.get_num_threads()), batch_major, groups)
     dtype = _numpy_dtype(d_hs.dtype)
-    native.call_backward((steps, batch, units), dtype, pointers, *names, threads, batch_major)
+    native.call_backward((steps, batch, units), dtype, pointers, *names, *settings)
     return dxw, dh0, du
 
 
@@ -90,15 +94,18 @@ def mgu_forward(
 ) -> tuple[Tensor, Tensor]:  # fmt: skip
     """``(hs, saved)``, ``(T, B, H)`` and ``(T, B, 3H)``, from ``xw`` ``(T, B, 2H)``.
 
-    With ``batch_major``, ``xw`` and ``hs`` are ``(B, T, ...)``. ``mask`` is
-    ``(T, B)`` booleans or None; the activations are given by code.
+    With ``batch_major``, ``xw`` and ``hs`` are ``(B, T, ...)``. ``h0`` is
+    ``(B, H)``; u: ``(H, 2H)``, or ``(G, H, 2H)``: G groups, rows
+    ``[g B/G, (g+1) B/G)`` use ``u[g]``. ``mask`` is ``(T, B)`` booleans or
+    None; the activations are given by code.
     """
     return _run_forward(xw, h0, u, mask, activation, ract, batch_major)
 
 
 @mgu_forward.register_fake
 def _(xw, h0, u, mask, activation, ract, batch_major):
-    (steps, batch), units = native.steps_and_batch(xw.shape, batch_major), xw.shape[2] // 2
+    (steps, batch), units = native.steps_and_batch(xw.shape, batch_major), xw.shape[-1] // 2
+    _check_groups(u, batch, units)
     return xw.new_empty((*xw.shape[:2], units)), xw.new_empty((steps, batch, 3 * units))
 
 
@@ -107,18 +114,29 @@ def mgu_backward(
     d_hs: Tensor, saved: Tensor, u: Tensor, mask: Tensor | None, activation: int, ract: int,
     batch_major: bool,
 ) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
-    """``(dxw, dh0, du)`` for the state gradients ``d_hs`` ``(T, B, H)`` (or ``(B, T, H)``)."""
+    """``(dxw, dh0, du)`` for the state gradients ``d_hs`` ``(T, B, H)`` (or ``(B, T, H)``).
+
+    u: ``(H, 2H)``, or ``(G, H, 2H)``: G groups, rows ``[g B/G, (g+1) B/G)``
+    use ``u[g]``; ``du`` has the shape of ``u``, group g's summed over its rows.
+    """
     return _run_backward(d_hs, saved, u, mask, activation, ract, batch_major)
 
 
 @mgu_backward.register_fake
 def _(d_hs, saved, u, mask, activation, ract, batch_major):
-    (_, batch), units = native.steps_and_batch(d_hs.shape, batch_major), d_hs.shape[2]
+    (_, batch), units = native.steps_and_batch(d_hs.shape, batch_major), d_hs.shape[-1]
+    _check_groups(u, batch, units)
     return (
         d_hs.new_empty((*d_hs.shape[:2], 2 * units)),
         d_hs.new_empty((batch, units)),
-        d_hs.new_empty((units, 2 * units)),
+        d_hs.new_empty(u.shape),
     )
+
+
+def _check_groups(u: Tensor, batch: Any, units: Any) -> None:
+    """ValueError where the (possibly symbolic) shapes show a ``u`` or batch the loops refuse."""
+    static = [d if isinstance(d, int) else None for d in (batch, units, *u.shape)]
+    native.groups_of(tuple(static[2:]), static[0], static[1])
 
 
 def _numpy_dtype(dtype: torch.dtype) -> str:
@@ -193,7 +211,10 @@ def recurrence(
     """The states of the native loop, differentiable (see the module docstring).
 
     ``xw`` ``(T, B, 2H)`` gives states ``(T, B, H)``; with ``batch_major``,
-    ``(B, T, 2H)`` gives ``(B, T, H)``. ``mask`` is ``(T, B)`` either way.
+    ``(B, T, 2H)`` gives ``(B, T, H)``. ``h0`` is ``(B, H)``; u: ``(H, 2H)``, or
+    ``(G, H, 2H)``: G groups, rows ``[g B/G, (g+1) B/G)`` use ``u[g]`` (B a
+    multiple of G; its gradient has the shape of ``u``). ``mask`` is ``(T, B)``
+    either way.
     """
     codes = (native.ACTIVATION_CODES[activation], native.ACTIVATION_CODES[ract])
     if torch.compiler.is_compiling():
