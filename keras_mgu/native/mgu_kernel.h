@@ -45,7 +45,7 @@ inline bool valid(int64_t steps, int64_t batch, int64_t units, int64_t groups, i
 template <typename T>
 Plan call_plan(int64_t steps, int64_t batch, int64_t units, int64_t groups,
                int64_t max_threads) {
-  return plan_tasks(batch, groups, chunk_count(steps, batch, padded<T>(units), max_threads));
+  return plan_tasks(batch, groups, chunk_count(steps, batch, padded<T>(units), max_threads, groups));
 }
 
 // U (H, 2H) -> padded (Hp, 2Hp) [U_f | U_c], or with transpose the padded

@@ -49,13 +49,14 @@ inline void mark_forked_child() { forked_child = true; }
 inline const int fork_handler_registered = pthread_atfork(nullptr, nullptr, mark_forked_child);
 #endif
 
-inline int64_t chunk_count(int64_t steps, int64_t batch, int64_t hp, int64_t max_threads) {
+inline int64_t chunk_count(int64_t steps, int64_t batch, int64_t hp, int64_t max_threads,
+                           int64_t groups = 1) {
   if (max_threads == 1 || steps * batch * hp * hp < kMinWork) return 1;
 #ifdef KERAS_MGU_OPENMP
   if (forked_child) return 1;
 #endif
   const int64_t threads = max_threads > 1 ? max_threads : available_cpus();
-  return std::max<int64_t>(1, std::min(threads, batch / kMinRows));
+  return std::max<int64_t>(1, std::min(threads, std::max(batch / kMinRows, groups)));
 }
 
 // `rows` rows of group `group`, from row `first` of the batch.
