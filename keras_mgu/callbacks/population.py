@@ -22,7 +22,7 @@ are kept); training stops when every branch has stopped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import keras
@@ -69,7 +69,10 @@ class PopulationEarlyStopping(keras.callbacks.Callback):
 
     Args:
         branches: The ``K`` branch models, in the order of the population
-            model's outputs.
+            model's outputs; or, for a model that holds the branches' weights
+            itself, any objects with a ``name`` and the branches'
+            ``get_weights()`` / ``set_weights()`` (such as
+            :class:`keras_mgu.sysid.grouped.RunView`).
         validation_data: Per branch, ``(x, y, sample_weight)``: ``x`` the
             branch's inputs (an array or a tuple of arrays), ``y``
             ``(batch, steps, channels)``, ``sample_weight`` ``(batch, steps)``.
@@ -79,6 +82,11 @@ class PopulationEarlyStopping(keras.callbacks.Callback):
         patience: ``None`` or the checks without improvement after which a
             branch stops.
         restore_best_weights: Restore each branch's best weights at the end.
+        predict: ``None`` (the population model's ``predict_on_batch`` on the
+            branches' flat validation inputs), or a function from the
+            branches' validation inputs (a list, one per branch) to their
+            predictions (a list of ``(batch, steps, channels)`` arrays), for
+            a population model that computes its branches another way.
 
     Attributes:
         members: The branches' :class:`WeightedEarlyStopping` objects, with
@@ -94,6 +102,7 @@ class PopulationEarlyStopping(keras.callbacks.Callback):
         validation_frequency: int,
         patience: int | None = None,
         restore_best_weights: bool = True,
+        predict: Callable[[list], Sequence] | None = None,
     ) -> None:
         super().__init__()
         if len(branches) != len(validation_data) or not branches:
@@ -114,14 +123,19 @@ class PopulationEarlyStopping(keras.callbacks.Callback):
         self.validation_data = [tuple(v) for v in validation_data]
         self.members = [
             _BranchStopping(
-                self, k, weights=weights, validation_frequency=validation_frequency,
-                patience=patience, restore_best_weights=restore_best_weights,
+                self,
+                k,
+                weights=weights,
+                validation_frequency=validation_frequency,
+                patience=patience,
+                restore_best_weights=restore_best_weights,
             )  # fmt: skip
             for k in range(len(branches))
         ]
         for member, branch in zip(self.members, self.branches, strict=True):
             member.set_model(branch)
         self._values: list[float] | None = None
+        self._predict = predict
 
     def values(self, index: int) -> dict[str, float]:
         """``{"val_rmse": ...}`` of branch ``index`` at the current check."""
@@ -130,8 +144,12 @@ class PopulationEarlyStopping(keras.callbacks.Callback):
         return {"val_rmse": self._values[index]}
 
     def _score_all(self) -> list[float]:
-        inputs = flat_inputs(x for x, _, _ in self.validation_data)
-        predictions = self.model.predict_on_batch(inputs)
+        if self._predict is not None:
+            predictions = self._predict([x for x, _, _ in self.validation_data])
+        else:
+            predictions = self.model.predict_on_batch(
+                flat_inputs(x for x, _, _ in self.validation_data)
+            )
         if not isinstance(predictions, (list, tuple)):
             predictions = [predictions]
         return [
@@ -161,9 +179,12 @@ class PopulationEarlyStopping(keras.callbacks.Callback):
 
     def _branch_logs(self, k: int, logs: dict) -> dict:
         """The branch's training loss, from Keras's per-output loss (or the total for one)."""
-        name = f"{self.model.output_names[k]}_loss"
-        if name in logs:
-            return {"loss": logs[name]}
+        names = [f"{self.branches[k].name}_loss"]  # a grouped model's per-run metric
+        if len(self.model.output_names) == len(self.members):
+            names.insert(0, f"{self.model.output_names[k]}_loss")
+        for name in names:
+            if name in logs:
+                return {"loss": logs[name]}
         return {"loss": logs["loss"]} if len(self.members) == 1 and "loss" in logs else {}
 
     def on_train_end(self, logs: dict | None = None) -> None:

@@ -14,6 +14,9 @@ with ``inputs`` ``(B, T, D)``, ``initial_state`` ``(B, H)``, ``kernel``
 state forward and emits it, as the Keras cell loop does. The module
 :mod:`keras_mgu.kernels.reference` is the NumPy reference all of them are
 tested against.
+
+:func:`grouped_sequence` runs ``G`` independent MGUs at once, each with its
+own weights over its own sequences (the groups of a population of models).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from types import ModuleType
 from typing import Any
 
 import keras
+from keras import ops
 
 #: Activations the fused kernels implement (forward and hand-written backward).
 FUSED_ACTIVATIONS = ("tanh", "sigmoid")
@@ -48,3 +52,73 @@ def backend_module(backend: str | None = None) -> ModuleType:
 def mgu_sequence(*args: Any, **kwargs: Any) -> tuple:
     """Run the active backend's fused kernel; see the module docstring."""
     return backend_module().mgu_sequence(*args, **kwargs)
+
+
+def grouped_sequence(
+    inputs: Any,
+    initial_state: Any,
+    kernel: Any,
+    recurrent_kernel: Any,
+    bias: Any,
+    *,
+    activation: str = "tanh",
+    recurrent_activation: str = "sigmoid",
+) -> Any:
+    """``G`` MGUs, each with its own weights over its own sequences, in one call.
+
+    Args:
+        inputs: ``(G, B, T, D)``: group ``g``'s ``B`` sequences.
+        initial_state: ``(G, B, H)``.
+        kernel: ``(G, D, 2H)``; recurrent_kernel: ``(G, H, 2H)``; bias:
+            ``(G, 2H)`` or None. Forget-gate columns first, as in
+            :func:`mgu_sequence`.
+        activation, recurrent_activation: By name, as in :func:`mgu_sequence`.
+
+    Returns:
+        The states ``(G, B, T, H)``: ``states[g]`` is
+        ``mgu_sequence(inputs[g], initial_state[g], kernel[g],
+        recurrent_kernel[g], bias[g], None)[0]``, up to float rounding.
+
+    The input projections ``x W_g + b_g`` are one batched product; where the
+    native loops of :mod:`keras_mgu.native` serve, one call of the loop with a
+    recurrent kernel per group (rows ``[g B, (g + 1) B)`` of the flattened
+    batch use ``U_g``) runs every group, with its gradients. Elsewhere the
+    groups run one after another through :func:`mgu_sequence`.
+    """
+    inputs, initial_state, kernel, recurrent_kernel = (
+        ops.convert_to_tensor(t) for t in (inputs, initial_state, kernel, recurrent_kernel)
+    )
+    bias = None if bias is None else ops.convert_to_tensor(bias)
+    groups, units = recurrent_kernel.shape[0], recurrent_kernel.shape[-2]
+    if recurrent_kernel.shape[-1] != 2 * units or len(recurrent_kernel.shape) != 3:
+        raise ValueError(
+            f"`recurrent_kernel` must have shape (G, H, 2H); got {tuple(recurrent_kernel.shape)}."
+        )
+    if len(inputs.shape) != 4 or inputs.shape[0] != groups:
+        raise ValueError(
+            f"`inputs` must have shape (G={groups}, batch, steps, features); "
+            f"got {tuple(inputs.shape)}."
+        )
+    names = {"activation": activation, "recurrent_activation": recurrent_activation}
+    module = backend_module()
+    shape = ops.shape(inputs)
+    xw = ops.einsum("gbtd,gdk->gbtk", inputs, kernel)
+    if bias is not None:
+        xw = xw + bias[:, None, None, :]
+    states = module.grouped_native(
+        ops.reshape(xw, (-1, shape[2], 2 * units)),
+        ops.reshape(initial_state, (-1, units)),
+        recurrent_kernel,
+        **names,
+    )
+    if states is not None:
+        return ops.reshape(states, (groups, shape[1], shape[2], units))
+    return ops.stack(
+        [
+            module.mgu_sequence(
+                inputs[g], initial_state[g], kernel[g], recurrent_kernel[g],
+                None if bias is None else bias[g], None, **names,
+            )[0]
+            for g in range(groups)
+        ]
+    )  # fmt: skip

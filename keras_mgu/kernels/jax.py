@@ -321,3 +321,41 @@ def native_serves(dtype: str, units: int, batch: int | None = None) -> bool:
     """Whether calls in ``dtype`` with ``units`` units (and ``batch``) run the native loops."""
     dtype = "float32" if dtype in ("float16", "bfloat16") else dtype
     return NATIVE and native_jax.usable(dtype, units, batch=batch)
+
+
+# ------------------------------------------------------------- grouped loops
+def grouped_native(xw, h0, u, *, activation: str, recurrent_activation: str):
+    """States ``(B, T, H)`` of one native loop with a recurrent kernel per group, or None.
+
+    ``xw`` ``(B, T, 2H)`` and ``h0`` ``(B, H)`` hold ``G`` groups of rows, in
+    order; ``u`` ``(G, H, 2H)``: rows ``[g B/G, (g + 1) B/G)`` use ``u[g]``.
+    Differentiable once (the native backward loop). None where the native
+    loops do not serve; the caller then runs the groups one by one
+    (:func:`keras_mgu.kernels.grouped_sequence`).
+    """
+    for name in (activation, recurrent_activation):
+        if name not in _ACTIVATIONS:
+            raise ValueError(f"Activations must be one of {tuple(_ACTIVATIONS)}; got {name!r}.")
+    xw_t = jnp.swapaxes(xw, 0, 1)
+    rows = xw_t.shape[1] // u.shape[0]
+    if not _use_native(xw.dtype, u.shape[-2], (xw_t.shape[0], rows)):
+        return None
+    return jnp.swapaxes(_grouped(xw_t, h0, u, activation, recurrent_activation), 0, 1)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(3, 4))
+def _grouped(xw, h0, u, activation, recurrent_activation):
+    return native_jax.forward(xw, h0, u, None, activation, recurrent_activation)[0]
+
+
+def _grouped_fwd(xw, h0, u, activation, recurrent_activation):
+    hs, saved = native_jax.forward(xw, h0, u, None, activation, recurrent_activation)
+    return hs, (saved, u, jnp.zeros_like(h0))
+
+
+def _grouped_bwd(activation, recurrent_activation, residuals, d_hs):
+    saved, u, d_last = residuals
+    return native_jax.backward(d_hs, d_last, saved, u, None, activation, recurrent_activation)
+
+
+_grouped.defvjp(_grouped_fwd, _grouped_bwd)

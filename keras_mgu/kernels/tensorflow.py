@@ -332,3 +332,35 @@ def native_serves(dtype: str, units: int, batch: int | None = None) -> bool:
     """
     dtype = tf.float32 if dtype in ("float16", "bfloat16") else tf.as_dtype(dtype)
     return NATIVE and native_tf.usable(dtype, units, batch)
+
+
+def grouped_native(
+    xw: tf.Tensor, h0: tf.Tensor, u: tf.Tensor, *, activation: str, recurrent_activation: str
+) -> tf.Tensor | None:
+    """States ``(B, T, H)`` of one native loop with a recurrent kernel per group, or None.
+
+    ``xw`` ``(B, T, 2H)`` and ``h0`` ``(B, H)`` hold ``G`` groups of rows, in
+    order; ``u`` ``(G, H, 2H)``: rows ``[g B/G, (g + 1) B/G)`` use ``u[g]``.
+    Differentiable once (the native backward loop). None where the native
+    loops do not serve (see :data:`NATIVE`); the caller then runs the groups
+    one by one (:func:`keras_mgu.kernels.grouped_sequence`).
+    """
+    names = (activation, recurrent_activation)
+    for arg, name in zip(("activation", "recurrent_activation"), names, strict=True):
+        _activation(arg, name)
+    groups, units = u.shape[0], u.shape[-2]
+    rows = None if xw.shape[0] is None else xw.shape[0] // groups
+    if not (NATIVE and native_tf.usable(xw.dtype, units, rows)):
+        return None
+
+    @tf.custom_gradient
+    def recurrence(xw_t, h0, u):
+        hs, saved = native_tf.forward(xw_t, h0, u, None, *names)
+
+        def grad(d_hs):
+            return native_tf.backward(d_hs, saved, u, None, *names)
+
+        return hs, grad
+
+    # identity: a variable read inside would ask the gradient for its own
+    return tf.transpose(recurrence(tf.transpose(xw, [1, 0, 2]), h0, tf.identity(u)), [1, 0, 2])

@@ -478,3 +478,26 @@ def native_serves(dtype: str, units: int, batch: int | None = None) -> bool:
     dtype = "float32" if dtype in ("float16", "bfloat16") else dtype
     cpu = torch.device("cpu")
     return NATIVE and native_torch.usable(getattr(torch, dtype), units, cpu, batch)
+
+
+def grouped_native(
+    xw: Tensor, h0: Tensor, u: Tensor, *, activation: str, recurrent_activation: str
+) -> Tensor | None:
+    """States ``(B, T, H)`` of one native loop with a recurrent kernel per group, or None.
+
+    ``xw`` ``(B, T, 2H)`` and ``h0`` ``(B, H)`` hold ``G`` groups of rows, in
+    order; ``u`` ``(G, H, 2H)``: rows ``[g B/G, (g + 1) B/G)`` use ``u[g]``.
+    Differentiable once (the native backward loop). None where the native
+    loops do not serve (see :data:`NATIVE`) or while exporting; the caller then
+    runs the groups one by one (:func:`keras_mgu.kernels.grouped_sequence`).
+    """
+    for name in (activation, recurrent_activation):
+        if name not in FUSED_ACTIVATIONS:
+            raise ValueError(f"Activations must be one of {FUSED_ACTIVATIONS}; got {name!r}.")
+    rows = xw.shape[0] // u.shape[0]
+    if _exporting() or not (NATIVE and native_torch.usable(xw.dtype, u.shape[-2], xw.device, rows)):
+        return None
+    return native_torch.recurrence(
+        xw.contiguous(), h0.contiguous(), u.contiguous(), None, activation, recurrent_activation,
+        batch_major=True,
+    )  # fmt: skip
