@@ -25,10 +25,9 @@ namespace keras_mgu {
 //
 // With G groups (G recurrent kernels, group g owning the rows
 // [g B/G, (g+1) B/G)), a loop runs over the rows of one group only: the work
-// is a list of tasks, each a range of rows of one group. With at least as many
-// groups as threads, a thread runs a contiguous range of whole groups; with
-// fewer, each group is split into row ranges among its share of the threads.
-// With one group the tasks are the chunks above.
+// is a list of tasks, each a range of rows of one group: each thread takes an
+// equal share of the rows, cut into tasks where a group ends. With one group
+// the tasks are the chunks above.
 constexpr int64_t kMinRows = 4;
 constexpr int64_t kMinWork = int64_t(1) << 18;
 
@@ -77,26 +76,21 @@ struct Plan {
 };
 
 // The tasks of `batch` rows in `groups` groups (batch % groups == 0) on
-// `threads` threads (chunk_count).
+// `threads` threads (chunk_count): thread i takes the rows
+// [i B / threads, (i + 1) B / threads), cut where a group ends, so that the
+// threads get equal shares of rows however the groups fall.
 inline Plan plan_tasks(int64_t batch, int64_t groups, int64_t threads) {
   Plan plan;
   const int64_t rows = batch / groups;
-  if (groups >= threads) {  // whole groups, a contiguous range per thread
-    for (int64_t i = 0; i < threads; ++i) {
-      for (int64_t g = groups * i / threads; g < groups * (i + 1) / threads; ++g) {
-        plan.add(g, g * rows, rows);
-      }
-      plan.end_thread();
+  for (int64_t i = 0; i < threads; ++i) {
+    int64_t first = batch * i / threads;
+    const int64_t last = batch * (i + 1) / threads;
+    while (first < last) {
+      const int64_t group = first / rows, end = std::min(last, (group + 1) * rows);
+      plan.add(group, first, end - first);
+      first = end;
     }
-    return plan;
-  }
-  for (int64_t g = 0; g < groups; ++g) {  // group g's rows split among its threads
-    const int64_t pieces = threads * (g + 1) / groups - threads * g / groups;
-    for (int64_t j = 0; j < pieces; ++j) {
-      const int64_t first = rows * j / pieces, last = rows * (j + 1) / pieces;
-      plan.add(g, g * rows + first, last - first);
-      plan.end_thread();
-    }
+    plan.end_thread();
   }
   return plan;
 }
