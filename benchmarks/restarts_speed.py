@@ -38,9 +38,10 @@ DEFAULT_ROOT = os.path.join(HERE, "..", "..", "shared", "data")
 
 CHILD = """
 import json, sys, time
-from keras_mgu import datasets, sysid
+from keras_mgu import datasets, native, sysid
 name, root, restarts, seed, population, config = sys.argv[1:7]
 data = datasets.load_benchmark(name, root)
+native.status()  # builds the native library if needed, outside the clock
 config = sysid.RecipeConfig(**json.loads(config))
 start = time.perf_counter()
 found = sysid.identify(
