@@ -331,6 +331,21 @@ def test_best_weights_are_restored_at_train_end():
     _assert_weights_equal(model.get_weights(), spy.weights[4])
 
 
+def test_a_pickled_stopper_keeps_its_results_not_its_model():
+    import pickle
+
+    x, y = _data(16)
+    model = _model()
+    es = WeightedEarlyStopping({"loss": 1.0}, validation_frequency=1)
+    _fit(model, x, y, [ScriptedLoss([3.0, 1.0, 2.0, 1.5]), es])
+    loaded = pickle.loads(pickle.dumps(es))
+    assert es.model is model  # the original still watches its model
+    assert loaded.model is None
+    assert (loaded.best_iteration, loaded.best_score) == (es.best_iteration, es.best_score)
+    assert loaded.history == es.history
+    _assert_weights_equal(loaded.best_weights, es.best_weights)
+
+
 def test_patience_stops_after_checks_without_improvement():
     x, y = _data(16)
     model = _model()

@@ -231,6 +231,8 @@ def test_tune_prints_the_trials_and_writes_table_and_plot(tmp_path, capsys):
         (["--space", "{units"], "--space is not JSON"),
         (["--space", '{"unitz": [[3]]}'], "not a RecipeConfig field"),
         (["--compare"], "--compare does not apply"),
+        (["--search-budget", "60", "--time-budget", "5"], "exclude each other"),
+        (["--search-budget", "-1"], "--search-budget"),
     ],
 )
 def test_tune_refuses_bad_options(extra, message, tmp_path, capsys):

@@ -422,6 +422,10 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
             },
         )
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the model it watched: its scores, history and best weights."""
+        return {**self.__dict__, "_model": None}
+
     def get_config(self) -> dict[str, Any]:
         """Configuration without ``validation_data`` (data is not serialized)."""
         return {

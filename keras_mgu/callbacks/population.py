@@ -57,6 +57,10 @@ class _BranchStopping(WeightedEarlyStopping):
         self._source, self._index = source, index
         super().__init__(**kwargs)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the population it was checked in (see the parent)."""
+        return {**super().__getstate__(), "_source": None}
+
     def _check_validation_setup(self, validation_data: Any) -> None:
         return None  # the population callback supplies the values
 

@@ -39,14 +39,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="KerasTuner oracle")  # fmt: skip
     search.add_argument("--workers", type=_identify.positive_int, default=1, metavar="N",
                         help="trials run at once, in local worker processes")  # fmt: skip
+    search.add_argument("--search-budget", type=_identify.positive_float, metavar="SECONDS",
+                        help="seconds for the whole search: each trial gets SECONDS x workers / "
+                        "max-trials as its time budget (default: each trial the recipe's own; "
+                        "not with --time-budget)")  # fmt: skip
     parser.set_defaults(restarts=2, out=os.path.join("outputs", "tune"))
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    """``identify``'s checks, ``--space`` parsed, ``--compare`` refused, ``--quick``'s caps."""
+    """``identify``'s checks, ``--space`` parsed, ``--compare`` and two budgets refused, caps."""
     if args.compare:
         raise UsageError("--compare does not apply to tune; search 'cell' in --space instead")
+    if args.search_budget is not None and args.time_budget is not None:
+        raise UsageError(
+            "--search-budget (the whole search) and --time-budget (each trial) exclude each other"
+        )
     _identify.check_arguments(args)
+    if args.search_budget is not None:  # the trials' budget is the search's share, not --quick's
+        args.time_budget = None
     if args.space is not None:
         try:
             args.space = json.loads(args.space)
@@ -67,7 +77,7 @@ def run_command(args: argparse.Namespace) -> int:
         result = sysid.tune(
             data, args.space, config, max_trials=args.max_trials, restarts=args.restarts,
             seed=args.seed, search=args.search, workers=args.workers,
-            directory=os.path.join(args.out, "keras_tuner"),
+            search_budget=args.search_budget, directory=os.path.join(args.out, "keras_tuner"),
         )  # fmt: skip
     except ValueError as err:
         raise UsageError(str(err)) from err

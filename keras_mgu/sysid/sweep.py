@@ -17,19 +17,30 @@ the oracle and *workers* run trials, told apart by the environment variables
 workers=N)`` starts ``N`` local worker processes itself; across machines,
 run the same ``tune`` call (or ``keras-mgu tune``) on every machine with
 those variables set (see ``docs/sweeps.md``). The chief returns the table;
-the best trial's settings are then identified again in the calling process
-(same seeds: the same numbers) to return its model.
+each trial saves its :class:`Identification` (``identification.pkl`` in
+its KerasTuner trial folder), and the chief returns the best one from there;
+where it cannot read it (a worker on another machine with its own folder),
+the best trial's settings are identified again in the calling process (same
+seeds: the same numbers).
+
+``search_budget`` bounds the whole search: each trial's ``identify`` gets
+the time budget ``search_budget * workers / max_trials``
+(:attr:`RecipeConfig.time_budget`, which shortens its runs where they would
+overrun it), so ``max_trials`` trials, ``workers`` at a time, end within
+about ``search_budget`` seconds plus the processes' start.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import pickle
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -151,10 +162,11 @@ def _tuner_class():
 
             job = self.job
             settings = _settings(trial.hyperparameters.values, job["space"])
-            config = dataclasses.replace(job["config"], **settings)
             start = time.perf_counter()
-            found = identify(job["data"], config, job["restarts"], job["seed"], population=True)
+            found = identify(job["data"], _trial_config(job, settings), job["restarts"],
+                             job["seed"], population=True)  # fmt: skip
             self.found[trial.trial_id] = found
+            _save_found(found, self.get_trial_dir(trial.trial_id))
             # The kept model's: the best run, or the average the selection rule keeps.
             rmse = found.validation_rmse(job["data"])
             return {"val_rmse": rmse, "seconds": time.perf_counter() - start}
@@ -168,6 +180,39 @@ def _settings(values: Mapping[str, Any], space: dict[str, list]) -> dict:
         name: dict(zip(_choices(choices), choices, strict=True))[values[name]]
         for name, choices in space.items()
     }
+
+
+def _trial_config(job: dict, settings: dict) -> RecipeConfig:
+    """A trial's settings; its time budget its share of the search's, if one is given."""
+    config = dataclasses.replace(job["config"], **settings)
+    if job["trial_budget"] is not None:
+        config = dataclasses.replace(config, time_budget=job["trial_budget"])
+    return config
+
+
+#: A trial's saved Identification, in its KerasTuner trial folder.
+FOUND_FILE = "identification.pkl"
+
+
+def _save_found(found: Identification, trial_dir: str) -> None:
+    """Pickle ``found`` into ``trial_dir``, whole or not at all (a temporary file, renamed)."""
+    fd, tmp = tempfile.mkstemp(prefix=".identification-", dir=trial_dir)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(found, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, os.path.join(trial_dir, FOUND_FILE))
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _load_found(trial_dir: str) -> Identification | None:
+    """The Identification a trial of this search saved in ``trial_dir``; ``None`` if absent."""
+    path = os.path.join(trial_dir, FOUND_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, "rb") as f:
+        return pickle.load(f)
 
 
 def _make_tuner(job: dict):
@@ -199,6 +244,7 @@ def tune(
     seed: int = 0,
     search: str = "random",
     workers: int = 1,
+    search_budget: float | None = None,
     directory: str = "keras_mgu_tune",
     project_name: str = "sweep",
     overwrite: bool = True,
@@ -214,7 +260,13 @@ def tune(
         seed: Seeds every trial's runs and the random search.
         search: ``"random"`` or ``"grid"`` (every combination, in order).
         workers: Trials run at once, in local worker processes (KerasTuner's
-            distributed mode on this machine). ``1``: in this process.
+            distributed mode on this machine). ``1``: in this process. Across
+            machines (``KERASTUNER_TUNER_ID`` set), the worker processes in
+            all, for ``search_budget``'s share.
+        search_budget: Seconds for the whole search: each trial's
+            ``identify`` gets ``search_budget * workers / max_trials`` as its
+            time budget. ``None``: each trial has ``config.time_budget`` (by
+            default the recipe's, derived from the record). Not both.
         directory, project_name, overwrite: KerasTuner's folder of the search.
 
     Returns:
@@ -225,6 +277,7 @@ def tune(
     job["overwrite"] = overwrite
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"`workers` must be a positive integer; received {workers!r}.")
+    job["trial_budget"] = _trial_budget(search_budget, job, workers)
     role = os.environ.get("KERASTUNER_TUNER_ID")
     if role is not None and "chief" not in role:
         _make_tuner(job).search()
@@ -250,6 +303,29 @@ def _job(data, space, config, max_trials, restarts, seed, search, directory, pro
         "seed": seed, "search": search, "directory": os.fspath(directory),
         "project_name": project_name,
     }  # fmt: skip
+
+
+def _trial_budget(search_budget: float | None, job: dict, workers: int) -> float | None:
+    """Each trial's time budget: its share of ``search_budget`` (``None``: the config's)."""
+    if search_budget is None:
+        return None
+    if isinstance(search_budget, bool) or not isinstance(search_budget, (int, float)) or not (
+        0 < search_budget < math.inf
+    ):
+        raise ValueError(
+            f"`search_budget` must be a positive number of seconds; received {search_budget!r}."
+        )
+    if job["config"].time_budget is not None:
+        raise ValueError(
+            "Give `search_budget` (the whole search) or `config.time_budget` (each trial), not "
+            f"both; received search_budget={search_budget!r} and config.time_budget="
+            f"{job['config'].time_budget!r}."
+        )
+    if "time_budget" in job["space"]:
+        raise ValueError(
+            "`search_budget` sets each trial's time budget; do not search `time_budget`."
+        )
+    return float(search_budget) * workers / job["max_trials"]
 
 
 def _free_port() -> int:
@@ -297,10 +373,12 @@ def _result(tuner, job: dict) -> TuneResult:
     best_row = min(done, key=lambda row: row["validation_rmse"])
     settings = {name: best_row[name] for name in job["space"]}
     found = tuner.found.get(best_row["trial"])
-    if found is None:  # trained in another process: identify it again, same seeds
+    if found is None:  # trained in another process: its saved model, else identified again
+        found = _load_found(tuner.get_trial_dir(best_row["trial"]))
+    if found is None:
         from keras_mgu.sysid.recipe import identify
 
-        config = dataclasses.replace(job["config"], **settings)
+        config = _trial_config(job, settings)
         found = identify(job["data"], config, job["restarts"], job["seed"], population=True)
     path = os.path.join(job["directory"], job["project_name"])
     return TuneResult(found, settings, table, path)

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("keras_tuner")
 
 from keras_mgu import datasets  # noqa: E402
-from keras_mgu.sysid import RecipeConfig, check_space, tune  # noqa: E402
+from keras_mgu.sysid import RecipeConfig, check_space, sweep, tune  # noqa: E402
 from tests.helpers import BACKEND_INDEPENDENT  # noqa: E402
 
 TINY = RecipeConfig(units=(4,), iterations=10, steps_per_epoch=5, validation_checks=2)
@@ -72,10 +72,56 @@ def test_distributed_chief_and_two_workers_on_localhost(data, tmp_path):
     assert time.perf_counter() - start < 300  # bounded: the search ends, nothing hangs
     assert sorted(row["units"] for row in result.table) == [(3,), (4,), (5,)]
     assert all(row["status"] == "COMPLETED" for row in result.table)
-    # Trials ran in the workers: the chief identified the best settings again, same seeds.
+    # Trials ran in the workers, each saved its model; the chief returns the best one's.
+    assert sorted(p.parent.name for p in tmp_path.glob("sweep/trial_*/identification.pkl")) == [
+        f"trial_{row['trial']}" for row in result.table
+    ]
     best = min(result.table, key=lambda row: row["validation_rmse"])
-    again = result.best.runs[result.best.best].validation_rmse
-    assert again == pytest.approx(best["validation_rmse"], rel=1e-3)
+    assert result.best.config.units == best["units"]
+    assert result.best.validation_rmse(data) == pytest.approx(best["validation_rmse"], rel=1e-9)
+
+
+def test_the_best_trial_is_identified_again_where_its_saved_model_is_missing(data, tmp_path):
+    # The chief finds no saved model (a worker on another machine): the same settings and seeds.
+    space = {"units": [(3,), (4,)]}
+    result = tune(data, space, TINY, max_trials=2, restarts=1, search="grid", directory=tmp_path)
+    job = sweep._job(data, space, TINY, 2, 1, 0, "grid", tmp_path, "sweep")
+    job.update(overwrite=False, trial_budget=None)  # the finished search, read back
+    tuner = sweep._make_tuner(job)
+    for saved in tmp_path.glob("sweep/trial_*/identification.pkl"):
+        saved.unlink()
+    again = sweep._result(tuner, job)
+    assert again.best is not result.best
+    assert again.best_settings == result.best_settings
+    best = min(result.table, key=lambda row: row["validation_rmse"])
+    assert again.best.validation_rmse(data) == pytest.approx(best["validation_rmse"], rel=1e-3)
+
+
+def test_a_saved_trial_survives_a_crash_while_saving_the_next(data, tmp_path, monkeypatch):
+    result = tune(data, {"units": [(3,)]}, TINY, max_trials=1, restarts=1, directory=tmp_path)
+    trial_dir = next(tmp_path.glob("sweep/trial_*"))
+    before = (trial_dir / sweep.FOUND_FILE).read_bytes()
+
+    def crash(obj, f, protocol=None):
+        f.write(b"half a pickle")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(sweep.pickle, "dump", crash)
+    with pytest.raises(OSError, match="disk full"):
+        sweep._save_found(result.best, str(trial_dir))
+    assert (trial_dir / sweep.FOUND_FILE).read_bytes() == before
+    assert [p.name for p in trial_dir.iterdir() if p.name.startswith(".identification")] == []
+    monkeypatch.undo()
+    loaded = sweep._load_found(str(trial_dir))
+    u = data.test.u[:50]
+    np.testing.assert_array_equal(loaded.simulate(u), result.best.simulate(u))
+
+
+def test_a_search_budget_gives_each_trial_its_share(data, tmp_path):
+    result = tune(data, {"units": [(3,), (4,)]}, TINY, max_trials=2, restarts=1,
+                  search="grid", search_budget=30.0, directory=tmp_path)  # fmt: skip
+    assert result.best.config.time_budget == pytest.approx(30.0 * 1 / 2)
+    assert all(row["status"] == "COMPLETED" for row in result.table)
 
 
 @pytest.mark.parametrize(
@@ -103,3 +149,10 @@ def test_bad_tune_arguments_are_refused(data):
         tune(data, {"units": [(4,)]}, TINY, max_trials=0)
     with pytest.raises(TypeError, match="SysIdData"):
         tune(data.test, {"units": [(4,)]}, TINY)
+    for budget in (0, -5.0, float("inf"), "60", True):
+        with pytest.raises(ValueError, match="search_budget"):
+            tune(data, {"units": [(4,)]}, TINY, search_budget=budget)
+    with pytest.raises(ValueError, match="not both"):
+        tune(data, {"units": [(4,)]}, dataclasses.replace(TINY, time_budget=10.0), search_budget=60)
+    with pytest.raises(ValueError, match="do not search `time_budget`"):
+        tune(data, {"time_budget": [10.0, 20.0]}, TINY, search_budget=60)
