@@ -159,7 +159,6 @@ void backward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_uni
   // [U_f^T | U_c^T], so that the products with U^T also run along rows.
   const std::vector<T> ut = padded_recurrent_kernel(u, units, hp, true);
   std::vector<T> g(n, T(0)), gm(n), h(n), f(n), c(n), fh(n), dzf(n), dzc(n), dfh(n), g_prev(n);
-  std::vector<T> du_step(hp * 2 * hp);
   if (d_last != nullptr) copy_rows(d_last, units, g.data(), hp, batch, units, hp);
   for (int64_t t = steps - 1; t >= 0; --t) {
     if (t >= kPrefetchSteps) {
@@ -197,11 +196,9 @@ void backward_loop(int64_t steps, int64_t batch, int64_t ld, int64_t runtime_uni
         if (!m[b]) std::copy(g.begin() + b * hp, g.begin() + (b + 1) * hp, g_prev.begin() + b * hp);
       }
     }
-    // dU of this step: [h^T dz_f | (f h)^T dz_c], (Hp, 2Hp).
-    std::fill(du_step.begin(), du_step.end(), T(0));
-    gemm_rows(hp, batch, hp, h.data(), 1, hp, dzf.data(), hp, du_step.data(), 2 * hp);
-    gemm_rows(hp, batch, hp, fh.data(), 1, hp, dzc.data(), hp, du_step.data() + hp, 2 * hp);
-    for (size_t i = 0; i < du_step.size(); ++i) du_sum[i] += du_step[i];
+    // dU of this step, [h^T dz_f | (f h)^T dz_c] (Hp, 2Hp), into the double total.
+    add_product(hp, batch, hp, h.data(), 1, hp, dzf.data(), hp, du_sum, 2 * hp);
+    add_product(hp, batch, hp, fh.data(), 1, hp, dzc.data(), hp, du_sum + hp, 2 * hp);
     T* dxw_t = dxw + t * xl.step;
     copy_rows(dzf.data(), hp, dxw_t, xl.row, batch, units, 0);
     copy_rows(dzc.data(), hp, dxw_t + units, xl.row, batch, units, 0);

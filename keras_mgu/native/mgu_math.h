@@ -1,6 +1,8 @@
 // Vector arithmetic for the MGU loops (mgu_kernel.h): activations, elementwise
 // updates, small row-major products and row copies, written so that the
-// compiler vectorises them (-O3 -march=native, no fast-math).
+// compiler vectorises them (-O3 -march=native -fno-trapping-math, no
+// fast-math; without -fno-trapping-math the activations' selects stay branches
+// and their loops scalar).
 //
 // The float activations use a vectorisable exp (range reduction and a degree-7
 // polynomial) from which tanh and sigmoid follow, accurate to a few units in
@@ -202,6 +204,98 @@ inline void gemm_rows(int64_t rows, int64_t depth, int64_t cols, const T* x, int
       case 6: rows_kernel<6>(rows, depth, x, sxi, sxk, wc, ldw, oc, ldo); break;
       case 7: rows_kernel<7>(rows, depth, x, sxi, sxk, wc, ldw, oc, ldo); break;
       default: rows_kernel<8>(rows, depth, x, sxi, sxk, wc, ldw, oc, ldo); break;
+    }
+  }
+}
+
+// sum[i, :NV*L] += double(sum_k x[i * sxi + k * sxk] w[k * ldw, :NV*L]) for R
+// rows at a time: the float products summed from zero exactly as rows_block
+// sums them (same blocks, same order), then added into the double total
+// without passing through memory.
+template <int NV, int R, typename T>
+inline void add_product_block(int64_t i, int64_t depth, const T* __restrict x, int64_t sxi,
+                              int64_t sxk, const T* __restrict w, int64_t ldw,
+                              double* __restrict sum, int64_t ldo) {
+  using V = typename Vec<T>::type;
+  constexpr int64_t L = Vec<T>::lanes;
+  V acc[R][NV];
+  for (int r = 0; r < R; ++r) {
+    for (int v = 0; v < NV; ++v) acc[r][v] = V{};
+  }
+  for (int64_t k = 0; k < depth; ++k) {
+    const T* wk = w + k * ldw;
+    V wv[NV];
+    for (int v = 0; v < NV; ++v) std::memcpy(&wv[v], wk + v * L, sizeof(V));
+    for (int r = 0; r < R; ++r) {
+      const T s = x[(i + r) * sxi + k * sxk];
+      for (int v = 0; v < NV; ++v) acc[r][v] += s * wv[v];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    T lanes[NV * L];
+    for (int v = 0; v < NV; ++v) std::memcpy(lanes + v * L, &acc[r][v], sizeof(V));
+    double* row = sum + (i + r) * ldo;
+    for (int64_t j = 0; j < NV * L; ++j) row[j] += static_cast<double>(lanes[j]);
+  }
+}
+
+// One row's, for the widths where rows_block takes one row at a time.
+template <int NV, typename T>
+inline void add_product_row(int64_t i, int64_t depth, const T* __restrict x, int64_t sxi,
+                            int64_t sxk, const T* __restrict w, int64_t ldw,
+                            double* __restrict sum) {
+  using V = typename Vec<T>::type;
+  constexpr int64_t L = Vec<T>::lanes;
+  V acc[NV] = {};
+  for (int64_t k = 0; k < depth; ++k) {
+    const T s = x[i * sxi + k * sxk];
+    for (int v = 0; v < NV; ++v) {
+      V wv;
+      std::memcpy(&wv, w + k * ldw + v * L, sizeof(V));
+      acc[v] += s * wv;
+    }
+  }
+  for (int v = 0; v < NV; ++v) {
+    for (int64_t l = 0; l < L; ++l) sum[v * L + l] += static_cast<double>(acc[v][l]);
+  }
+}
+
+template <int NV, typename T>
+inline void add_product_kernel(int64_t rows, int64_t depth, const T* x, int64_t sxi,
+                               int64_t sxk, const T* w, int64_t ldw, double* sum,
+                               int64_t ldo) {
+  constexpr int R = NV >= 4 ? 1 : (NV == 1 ? 4 : 2);
+  if constexpr (R == 1) {  // one row at a time (this form keeps acc in registers)
+    for (int64_t i = 0; i < rows; ++i) {
+      add_product_row<NV>(i, depth, x, sxi, sxk, w, ldw, sum + i * ldo);
+    }
+    return;
+  }
+  int64_t i = 0;
+  for (; i + R <= rows; i += R) add_product_block<NV, R>(i, depth, x, sxi, sxk, w, ldw, sum, ldo);
+  for (; i < rows; ++i) add_product_block<NV, 1>(i, depth, x, sxi, sxk, w, ldw, sum, ldo);
+}
+
+// sum (rows, ldo) += double(x^T w) over cols (a multiple of the vector width):
+// a step's dU added into the backward loop's double total, with the float
+// products of gemm_rows on a zeroed output and without its stores and loads.
+template <typename T>
+inline void add_product(int64_t rows, int64_t depth, int64_t cols, const T* x, int64_t sxi,
+                        int64_t sxk, const T* w, int64_t ldw, double* sum, int64_t ldo) {
+  constexpr int64_t L = Vec<T>::lanes;
+  for (int64_t c = 0; c < cols; c += 8 * L) {
+    const int64_t nv = (cols - c) / L < 8 ? (cols - c) / L : 8;
+    const T* wc = w + c;
+    double* sc = sum + c;
+    switch (nv) {
+      case 1: add_product_kernel<1>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
+      case 2: add_product_kernel<2>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
+      case 3: add_product_kernel<3>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
+      case 4: add_product_kernel<4>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
+      case 5: add_product_kernel<5>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
+      case 6: add_product_kernel<6>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
+      case 7: add_product_kernel<7>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
+      default: add_product_kernel<8>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
     }
   }
 }
