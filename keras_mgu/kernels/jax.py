@@ -90,12 +90,7 @@ def mgu_sequence(
         ``(outputs, final_state)``: ``(B, T, H)`` and ``(B, H)`` in the dtype of
         ``inputs``. float16/bfloat16 inputs are computed in float32.
     """
-    for arg, name in (("activation", activation), ("recurrent_activation", recurrent_activation)):
-        if name not in _ACTIVATIONS:
-            raise ValueError(
-                f"The fused JAX MGU kernel supports {arg} in {tuple(_ACTIVATIONS)}; "
-                f"received {arg}={name!r}."
-            )
+    _check_activations(activation, recurrent_activation)
     inputs = jnp.asarray(inputs)
     if not jnp.issubdtype(inputs.dtype, jnp.floating):
         raise TypeError(f"`inputs` must be a floating array; received dtype {inputs.dtype}.")
@@ -324,6 +319,15 @@ def native_serves(dtype: str, units: int, batch: int | None = None) -> bool:
 
 
 # ------------------------------------------------------------- grouped loops
+def _check_activations(activation: str, recurrent_activation: str) -> None:
+    for arg, name in (("activation", activation), ("recurrent_activation", recurrent_activation)):
+        if name not in _ACTIVATIONS:
+            raise ValueError(
+                f"The fused JAX MGU kernel supports {arg} in {tuple(_ACTIVATIONS)}; "
+                f"received {arg}={name!r}."
+            )
+
+
 def grouped_native(xw, h0, u, *, activation: str, recurrent_activation: str):
     """States ``(B, T, H)`` of one native loop with a recurrent kernel per group, or None.
 
@@ -333,9 +337,7 @@ def grouped_native(xw, h0, u, *, activation: str, recurrent_activation: str):
     loops do not serve; the caller then runs the groups one by one
     (:func:`keras_mgu.kernels.grouped_sequence`).
     """
-    for name in (activation, recurrent_activation):
-        if name not in _ACTIVATIONS:
-            raise ValueError(f"Activations must be one of {tuple(_ACTIVATIONS)}; got {name!r}.")
+    _check_activations(activation, recurrent_activation)
     xw_t = jnp.swapaxes(xw, 0, 1)
     rows = xw_t.shape[1] // u.shape[0]
     if not _use_native(xw.dtype, u.shape[-2], (xw_t.shape[0], rows)):

@@ -491,9 +491,7 @@ def grouped_native(
     loops do not serve (see :data:`NATIVE`) or while exporting; the caller then
     runs the groups one by one (:func:`keras_mgu.kernels.grouped_sequence`).
     """
-    for name in (activation, recurrent_activation):
-        if name not in FUSED_ACTIVATIONS:
-            raise ValueError(f"Activations must be one of {FUSED_ACTIVATIONS}; got {name!r}.")
+    _check_activations(activation, recurrent_activation)
     rows = xw.shape[0] // u.shape[0]
     if _exporting() or not (NATIVE and native_torch.usable(xw.dtype, u.shape[-2], xw.device, rows)):
         return None

@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import keras
 import numpy as np
@@ -100,8 +99,12 @@ class _PopulationBatches(keras.utils.PyDataset):
         for w in self.windows:
             w.on_epoch_end()
 
+    def members(self, index: int) -> tuple:
+        """``(xs, ys, ws)``: each member's batch ``index``."""
+        return tuple(zip(*(w[index] for w in self.windows), strict=True))
+
     def __getitem__(self, index: int) -> tuple:
-        xs, ys, ws = zip(*(w[index] for w in self.windows), strict=True)
+        xs, ys, ws = self.members(index)
         return tuple(flat_inputs(xs)), ys, ws
 
 
@@ -116,7 +119,7 @@ class _GroupedBatches(_PopulationBatches):
     """Batch ``i`` of every member's windows, stacked on axis 1 for the grouped model."""
 
     def __getitem__(self, index: int) -> tuple:
-        xs, ys, ws = zip(*(w[index] for w in self.windows), strict=True)
+        xs, ys, ws = self.members(index)
         return stack_inputs(xs), np.stack(ys, axis=1), np.stack(ws, axis=1)
 
 
@@ -207,8 +210,8 @@ class _Setup:
 
     model: keras.Model
     runs: list
-    predict: Any = None
-    finish: Any = None
+    predict: Callable | None = None
+    finish: Callable[[], None] | None = None
 
 
 def _compiled_population(
