@@ -215,6 +215,11 @@ def _load_found(trial_dir: str) -> Identification | None:
         return pickle.load(f)
 
 
+def _oracle_seed(seed: int) -> int:
+    """The random search's seed: ``seed + 1`` for ``seed >= 0`` (KerasTuner takes 0 for none)."""
+    return seed + 1 if seed >= 0 else seed
+
+
 def _make_tuner(job: dict):
     kt = _import_keras_tuner()
     objective = kt.Objective("val_rmse", direction="min")
@@ -227,7 +232,7 @@ def _make_tuner(job: dict):
         oracle = kt.oracles.GridSearchOracle(max_trials=job["max_trials"], **common)
     else:
         oracle = kt.oracles.RandomSearchOracle(
-            max_trials=job["max_trials"], seed=job["seed"], **common
+            max_trials=job["max_trials"], seed=_oracle_seed(job["seed"]), **common
         )
     return _tuner_class()(
         job, oracle=oracle, directory=job["directory"], project_name=job["project_name"],
@@ -257,7 +262,8 @@ def tune(
         config: The settings the space leaves (default :class:`RecipeConfig`).
         max_trials: Trials to run.
         restarts: Restarts per trial (``identify``'s ``restarts``).
-        seed: Seeds every trial's runs and the random search.
+        seed: Seeds every trial's runs and the random search (whose oracle
+            gets ``seed + 1``: KerasTuner takes a seed of 0 for none).
         search: ``"random"`` or ``"grid"`` (every combination, in order).
         workers: Trials run at once, in local worker processes (KerasTuner's
             distributed mode on this machine). ``1``: in this process. Across

@@ -44,6 +44,18 @@ def test_a_trial_is_scored_by_the_model_its_selection_rule_keeps(data, tmp_path)
     assert result.best.validation_rmse(data) == pytest.approx(min(scores.values()), rel=1e-5)
 
 
+def test_a_random_search_draws_the_same_trials_with_the_same_seed(data, tmp_path):
+    # 25 settings: two unseeded searches would agree on their first two draws once in 600.
+    space = {"units": [(2,), (3,), (4,), (5,), (6,)],
+             "learning_rate": [0.001, 0.002, 0.003, 0.004, 0.005]}  # fmt: skip
+    drawn = []
+    for run in range(2):
+        result = tune(data, space, TINY, max_trials=2, restarts=1, seed=0,
+                      directory=tmp_path / str(run))  # fmt: skip
+        drawn.append([(row["units"], row["learning_rate"]) for row in result.table])
+    assert drawn[0] == drawn[1]
+
+
 def test_settings_of_mixed_types_come_back_as_given(data, tmp_path):
     # An int and a tuple for `units`: KerasTuner sees one type (JSON text), the table the values.
     result = tune(data, {"units": [3, (2, 2)]}, TINY, max_trials=2, restarts=1,
