@@ -40,8 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--workers", type=_identify.positive_int, default=1, metavar="N",
                         help="trials run at once, in local worker processes")  # fmt: skip
     search.add_argument("--search-budget", type=_identify.positive_float, metavar="SECONDS",
-                        help="seconds for the whole search: each trial gets SECONDS x workers / "
-                        "max-trials as its time budget (default: each trial the recipe's own; "
+                        help="seconds for the whole search, from its start: each trial gets the "
+                        "time left over the trials its worker still expects; trials that would "
+                        "start later are not run (default: each trial the recipe's own budget; "
                         "not with --time-budget)")  # fmt: skip
     parser.set_defaults(restarts=2, out=os.path.join("outputs", "tune"))
 

@@ -23,11 +23,21 @@ where it cannot read it (a worker on another machine with its own folder),
 the best trial's settings are identified again in the calling process (same
 seeds: the same numbers).
 
-``search_budget`` bounds the whole search: each trial's ``identify`` gets
-the time budget ``search_budget * workers / max_trials``
-(:attr:`RecipeConfig.time_budget`, which shortens its runs where they would
-overrun it), so ``max_trials`` trials, ``workers`` at a time, end within
-about ``search_budget`` seconds plus the processes' start.
+``search_budget`` bounds the whole search, the workers' start included.
+It sets a deadline ``search_budget`` seconds after the call; each trial's
+``identify`` gets as its time budget (:attr:`RecipeConfig.time_budget`,
+which shortens its runs where they would overrun it) the time left to the
+deadline over the trials its worker still expects
+(``ceil(max_trials / workers)`` in all), so a trial that overran leaves less
+to the next. A trial that starts after the deadline is not run: it fails at
+once (status ``FAILED``), and the search returns the best of those that ran.
+A trial has a floor it cannot go below (building its models, two epochs of
+each run, scoring), so a budget far below ``max_trials / workers`` times
+that floor ends with failed trials.
+
+Local worker processes (``workers > 1``) each get an equal share of the
+CPUs for their threads (:func:`worker_threads`), so that they do not
+contend for the same cores.
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -49,7 +60,7 @@ from keras_mgu.datasets import SysIdData
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.identification import Identification
 
-__all__ = ["DEFAULT_SPACE", "TuneResult", "check_space", "tune"]
+__all__ = ["DEFAULT_SPACE", "TuneResult", "check_space", "tune", "worker_threads"]
 
 #: The space searched when none is given.
 DEFAULT_SPACE: dict[str, list] = {
@@ -155,21 +166,31 @@ def _tuner_class():
 
         def __init__(self, job: dict, **kwargs) -> None:
             super().__init__(**kwargs)
-            self.job, self.found = job, {}
+            self.job, self.found, self.started = job, {}, 0
+            self.fastest = 0.0  # the shortest trial this worker has run (s)
 
         def run_trial(self, trial, *args, **kwargs) -> dict:
             from keras_mgu.sysid.recipe import identify
 
             job = self.job
             settings = _settings(trial.hyperparameters.values, job["space"])
+            budget = _trial_share(job, self.started, self.fastest)
+            self.started += 1
+            if budget is not None and budget <= 0:
+                raise kt.errors.FailedTrialError(
+                    f"The search budget of {job['search_budget']:g} s is spent; trial "
+                    f"{trial.trial_id} is not run."
+                )
             start = time.perf_counter()
-            found = identify(job["data"], _trial_config(job, settings), job["restarts"],
+            found = identify(job["data"], _trial_config(job, settings, budget), job["restarts"],
                              job["seed"], population=True)  # fmt: skip
             self.found[trial.trial_id] = found
             _save_found(found, self.get_trial_dir(trial.trial_id))
             # The kept model's: the best run, or the average the selection rule keeps.
             rmse = found.validation_rmse(job["data"])
-            return {"val_rmse": rmse, "seconds": time.perf_counter() - start}
+            seconds = time.perf_counter() - start
+            self.fastest = min(self.fastest or seconds, seconds)
+            return {"val_rmse": rmse, "seconds": seconds}
 
     return RecipeTuner
 
@@ -182,12 +203,31 @@ def _settings(values: Mapping[str, Any], space: dict[str, list]) -> dict:
     }
 
 
-def _trial_config(job: dict, settings: dict) -> RecipeConfig:
-    """A trial's settings; its time budget its share of the search's, if one is given."""
+def _trial_config(job: dict, settings: dict, budget: float | None = None) -> RecipeConfig:
+    """A trial's settings, with ``budget`` (default: its nominal share of the search's) if any."""
     config = dataclasses.replace(job["config"], **settings)
-    if job["trial_budget"] is not None:
-        config = dataclasses.replace(config, time_budget=job["trial_budget"])
+    budget = job["trial_budget"] if budget is None else budget
+    if budget is not None:
+        config = dataclasses.replace(config, time_budget=budget)
     return config
+
+
+def _trial_share(job: dict, started: int, floor: float = 0.0) -> float | None:
+    """Seconds for a worker's next trial: the time to the deadline over its trials to come.
+
+    ``started``: the trials this worker has started; it expects
+    ``ceil(max_trials / workers)`` in all (at least one more). ``None``
+    without a search budget; ``0`` once less than ``floor`` (the shortest
+    trial the worker has run) is left to the deadline: no trial would end
+    before it.
+    """
+    if job.get("deadline") is None:
+        return None
+    left = job["deadline"] - time.time()
+    if left <= max(floor, 0.0):
+        return 0.0
+    expected = max(1, math.ceil(job["max_trials"] / job["workers"]) - started)
+    return left / expected
 
 
 #: A trial's saved Identification, in its KerasTuner trial folder.
@@ -269,10 +309,12 @@ def tune(
             distributed mode on this machine). ``1``: in this process. Across
             machines (``KERASTUNER_TUNER_ID`` set), the worker processes in
             all, for ``search_budget``'s share.
-        search_budget: Seconds for the whole search: each trial's
-            ``identify`` gets ``search_budget * workers / max_trials`` as its
-            time budget. ``None``: each trial has ``config.time_budget`` (by
-            default the recipe's, derived from the record). Not both.
+        search_budget: Seconds for the whole search, from this call: each
+            trial's ``identify`` gets the time left over the trials its
+            worker still expects (at first ``search_budget * workers /
+            max_trials``); trials that would start after it fail at once.
+            ``None``: each trial has ``config.time_budget`` (by default the
+            recipe's, derived from the record). Not both.
         directory, project_name, overwrite: KerasTuner's folder of the search.
 
     Returns:
@@ -284,6 +326,8 @@ def tune(
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"`workers` must be a positive integer; received {workers!r}.")
     job["trial_budget"] = _trial_budget(search_budget, job, workers)
+    job["search_budget"], job["workers"] = search_budget, workers
+    job["deadline"] = None if search_budget is None else time.time() + float(search_budget)
     role = os.environ.get("KERASTUNER_TUNER_ID")
     if role is not None and "chief" not in role:
         _make_tuner(job).search()
@@ -340,6 +384,26 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def worker_threads(workers: int, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The thread settings of one of ``workers`` local worker processes: its share of the CPUs.
+
+    Each framework reads them at start: the native loops
+    (``KERAS_MGU_NUM_THREADS``), PyTorch (``OMP_NUM_THREADS``), TensorFlow
+    (``TF_NUM_INTRAOP_THREADS``, ``TF_NUM_INTEROP_THREADS``) and, with one
+    CPU each, XLA on JAX (``XLA_FLAGS``: no multi-threaded Eigen). Variables
+    already set in ``environ`` (default ``os.environ``) are left as they are.
+    """
+    environ = os.environ if environ is None else environ
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    share = str(max(1, (cpus or 1) // workers))
+    names = ("KERAS_MGU_NUM_THREADS", "OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
+             "TF_NUM_INTEROP_THREADS")  # fmt: skip
+    caps = {name: share for name in names}
+    if share == "1":
+        caps["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    return {name: value for name, value in caps.items() if name not in environ}
+
+
 def _local_parallel(job: dict, workers: int) -> TuneResult:
     """A chief in this process and ``workers`` local worker processes."""
     os.makedirs(job["directory"], exist_ok=True)
@@ -353,13 +417,14 @@ def _local_parallel(job: dict, workers: int) -> TuneResult:
     try:
         tuner = _make_tuner(job)
         for i in range(workers):
-            worker_env = {**os.environ, **env, "KERASTUNER_TUNER_ID": f"tuner{i}"}
+            worker_env = {**os.environ, **worker_threads(workers), **env,
+                          "KERASTUNER_TUNER_ID": f"tuner{i}"}  # fmt: skip
             procs.append(
                 subprocess.Popen(
                     [sys.executable, "-m", "keras_mgu.sysid.sweep", spec], env=worker_env
                 )
             )
-        tuner.search()
+        _serve_until_done(tuner, procs)
     finally:
         for p in procs:
             p.wait(timeout=60) if p.poll() is None else None
@@ -369,6 +434,33 @@ def _local_parallel(job: dict, workers: int) -> TuneResult:
     if failed:
         raise RuntimeError(f"{len(failed)} worker process(es) failed (exit codes {failed}).")
     return _result(tuner, job)
+
+
+def _serve_until_done(tuner, procs: list[subprocess.Popen]) -> None:
+    """Serve the oracle to the local workers until all of them have exited.
+
+    KerasTuner's chief (``tuner.search()``) runs in a daemon thread: once
+    the oracle has run out of trials it only notices that the last worker is
+    done on its next poll (up to 20 s later), while the workers' exit says
+    so at once; a worker exits after its last trial has ended.
+    """
+    errors: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            tuner.search()
+        except BaseException as err:  # re-raised in the calling thread
+            errors.append(err)
+
+    chief = threading.Thread(target=serve, name="keras_mgu-tune-chief", daemon=True)
+    chief.start()
+    while any(p.poll() is None for p in procs):
+        if errors:
+            for p in procs:
+                p.kill()
+            message = "The search's chief (KerasTuner's oracle server) failed."
+            raise RuntimeError(message) from errors[0]
+        time.sleep(0.05)
 
 
 def _result(tuner, job: dict) -> TuneResult:

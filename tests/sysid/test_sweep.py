@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+import os
 import time
 
 import numpy as np
@@ -129,11 +130,67 @@ def test_a_saved_trial_survives_a_crash_while_saving_the_next(data, tmp_path, mo
     np.testing.assert_array_equal(loaded.simulate(u), result.best.simulate(u))
 
 
-def test_a_search_budget_gives_each_trial_its_share(data, tmp_path):
+def test_a_search_budget_gives_each_trial_the_time_left_over_the_trials_to_come(data, tmp_path):
     result = tune(data, {"units": [(3,), (4,)]}, TINY, max_trials=2, restarts=1,
                   search="grid", search_budget=30.0, directory=tmp_path)  # fmt: skip
-    assert result.best.config.time_budget == pytest.approx(30.0 * 1 / 2)
     assert all(row["status"] == "COMPLETED" for row in result.table)
+    budgets = [
+        sweep._load_found(str(tmp_path / "sweep" / f"trial_{row['trial']}")).config.time_budget
+        for row in result.table
+    ]
+    # The first trial: half the search's budget, less the start; the second: all that is left.
+    assert 30.0 / 2 - 5 < budgets[0] <= 30.0 / 2
+    left = 2 * budgets[0] - result.table[0]["seconds"]
+    assert left - 5 < budgets[1] <= left
+    assert result.best.config.time_budget in budgets
+
+
+class _Clock:
+    """``time.time`` that jumps ``jump`` seconds ahead after its first ``calls`` readings."""
+
+    perf_counter = staticmethod(time.perf_counter)
+
+    def __init__(self, calls: int, jump: float) -> None:
+        self.calls, self.jump, self.read = calls, jump, 0
+
+    def time(self) -> float:
+        self.read += 1
+        return 1000.0 + (self.jump if self.read > self.calls else 0.0)
+
+
+def test_trials_after_the_deadline_are_not_run(data, tmp_path, monkeypatch):
+    # Readings: the deadline, then the first trial's share; the clock then passes the deadline.
+    monkeypatch.setattr(sweep, "time", _Clock(calls=2, jump=61.0))
+    result = tune(data, {"units": [(3,), (4,), (5,)]}, TINY, max_trials=3, restarts=1,
+                  search="grid", search_budget=60.0, directory=tmp_path)  # fmt: skip
+    assert [row["status"] for row in result.table] == ["COMPLETED", "FAILED", "FAILED"]
+    assert all(math.isnan(row["validation_rmse"]) for row in result.table[1:])
+    assert result.best.config.time_budget == pytest.approx(60.0 / 3)
+    assert result.best_settings == {"units": (3,)}
+
+
+def test_a_worker_expects_its_share_of_the_trials():
+    job = {"deadline": time.time() + 100.0, "max_trials": 16, "workers": 2}
+    assert sweep._trial_share(job, 0) == pytest.approx(100.0 / 8, rel=1e-3)
+    assert sweep._trial_share(job, 6) == pytest.approx(100.0 / 2, rel=1e-3)
+    assert sweep._trial_share(job, 9) == pytest.approx(100.0, rel=1e-3)  # more than expected
+    assert sweep._trial_share({**job, "deadline": time.time() - 1.0}, 0) == 0.0
+    assert sweep._trial_share({**job, "deadline": None}, 0) is None
+    # Less time left than the shortest trial this worker has run: none would end in time.
+    assert sweep._trial_share(job, 6, floor=120.0) == 0.0
+    assert sweep._trial_share(job, 6, floor=80.0) == pytest.approx(100.0 / 2, rel=1e-3)
+
+
+def test_local_workers_share_the_cpus():
+    cpus = len(os.sched_getaffinity(0))
+    caps = sweep.worker_threads(2, {})
+    assert caps["KERAS_MGU_NUM_THREADS"] == caps["OMP_NUM_THREADS"] == str(max(1, cpus // 2))
+    assert caps["TF_NUM_INTRAOP_THREADS"] == str(max(1, cpus // 2))
+    one = sweep.worker_threads(cpus, {})
+    assert one["KERAS_MGU_NUM_THREADS"] == "1" and "multi_thread_eigen=false" in one["XLA_FLAGS"]
+    # What the user set is theirs.
+    kept = sweep.worker_threads(cpus, {"OMP_NUM_THREADS": "3", "XLA_FLAGS": "--xla_dump_to=x"})
+    assert "OMP_NUM_THREADS" not in kept and "XLA_FLAGS" not in kept
 
 
 @pytest.mark.parametrize(
