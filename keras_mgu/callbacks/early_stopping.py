@@ -21,6 +21,8 @@ from typing import Any
 import keras
 import numpy as np
 
+from keras_mgu.kernels import native_inference
+
 SAVE_SUFFIXES = (".keras", ".weights.h5")
 
 
@@ -344,7 +346,8 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
         saved = [keras.ops.convert_to_numpy(v) for v in model.metrics_variables]
         mode = _torch_training_mode(model)
         try:
-            results = self._evaluate(model)
+            with native_inference():  # never exported: the compiled loops (TensorFlow)
+                results = self._evaluate(model)
         finally:
             for variable, value in zip(model.metrics_variables, saved, strict=True):
                 variable.assign(value)

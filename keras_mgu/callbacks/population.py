@@ -29,6 +29,7 @@ import keras
 import numpy as np
 
 from keras_mgu.callbacks.early_stopping import WeightedEarlyStopping
+from keras_mgu.kernels import native_inference
 
 __all__ = ["PopulationEarlyStopping", "flat_inputs", "weighted_rmse"]
 
@@ -148,12 +149,13 @@ class PopulationEarlyStopping(keras.callbacks.Callback):
         return {"val_rmse": self._values[index]}
 
     def _score_all(self) -> list[float]:
-        if self._predict is not None:
-            predictions = self._predict([x for x, _, _ in self.validation_data])
-        else:
-            predictions = self.model.predict_on_batch(
-                flat_inputs(x for x, _, _ in self.validation_data)
-            )
+        with native_inference():  # never exported: the compiled loops (TensorFlow)
+            if self._predict is not None:
+                predictions = self._predict([x for x, _, _ in self.validation_data])
+            else:
+                predictions = self.model.predict_on_batch(
+                    flat_inputs(x for x, _, _ in self.validation_data)
+                )
         if not isinstance(predictions, (list, tuple)):
             predictions = [predictions]
         return [

@@ -21,6 +21,7 @@ own weights over its own sequences (the groups of a population of models).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from types import ModuleType
 from typing import Any
@@ -47,6 +48,24 @@ def backend_module(backend: str | None = None) -> ModuleType:
             f"available: {sorted(_BACKEND_MODULES)}. Use implementation='cell'."
         )
     return importlib.import_module(_BACKEND_MODULES[backend])
+
+
+def native_inference() -> contextlib.AbstractContextManager:
+    """A context in which inference graphs traced now run the compiled loops (TensorFlow).
+
+    On TensorFlow a graph traced with no gradient tape (``predict``,
+    ``evaluate``, an export) gets the plain inline time loop by default,
+    which exporters and converters can read; a ``predict`` or ``evaluate``
+    first called inside this context gets the native (or XLA-compiled) loops
+    instead: the same numbers, several times faster on long records. Keras
+    keeps a traced ``predict``/``evaluate`` function, so later calls keep
+    them; an export traces its own function and stays portable. On JAX and
+    PyTorch, whose inference already runs the compiled loops, it does
+    nothing.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return contextlib.nullcontext()
+    return backend_module().native_inference()
 
 
 def mgu_sequence(*args: Any, **kwargs: Any) -> tuple:

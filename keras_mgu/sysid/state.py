@@ -26,6 +26,8 @@ from __future__ import annotations
 import keras
 import numpy as np
 
+from keras_mgu.kernels import native_inference
+
 __all__ = ["encoder_history", "fit_initial_state", "state_model"]
 
 #: Levenberg-Marquardt trials, finite-difference step and the pull towards ``s``.
@@ -107,7 +109,8 @@ def fit_initial_state(
     def outputs(thetas: np.ndarray) -> np.ndarray:
         batch = len(thetas)
         parts = np.split(thetas.astype("float32"), np.cumsum(sizes)[:-1], axis=1)
-        ys = sim.predict_on_batch([np.repeat(u, batch, axis=0), *parts])
+        with native_inference():  # a model of its own, never exported
+            ys = sim.predict_on_batch([np.repeat(u, batch, axis=0), *parts])
         return np.asarray(ys, dtype=np.float64).reshape(batch, -1)
 
     def cost(residual: np.ndarray, t: np.ndarray) -> float:

@@ -10,7 +10,7 @@ if keras.backend.backend() != "tensorflow":
 
 import tensorflow as tf  # noqa: E402
 
-from keras_mgu import MGU  # noqa: E402
+from keras_mgu import MGU, kernels  # noqa: E402
 from keras_mgu.kernels import tensorflow as tf_kernel  # noqa: E402
 from tests.helpers import central_differences  # noqa: E402
 from tests.kernels.common import autodiff_mgu, make_problem, run_reference  # noqa: E402
@@ -250,6 +250,49 @@ def test_dynamic_batch_size_inside_tf_function(rng):
             tape.watch(args[2])
             loss = tf.reduce_sum(autodiff_mgu(*args, q["mask"])[0])
         np.testing.assert_allclose(dw.numpy(), tape.gradient(loss, args[2]).numpy(), atol=1e-5)
+
+
+def _op_types(graph) -> set[str]:
+    """The op types of ``graph`` and of the functions it calls."""
+    types = {op.type for op in graph.get_operations()}
+    for function in getattr(graph, "_functions", {}).values():
+        inner = getattr(function, "graph", None)
+        if inner is not None:
+            types |= _op_types(inner)
+    return types
+
+
+def test_inference_graphs_get_the_compiled_loops_inside_native_inference(rng, kernel_loops):
+    p = make_problem(rng, dtype="float32")
+    args = tensors(p)
+
+    def forward(x, h0, w, u, b):
+        return fused(x, h0, w, u, b, tf.constant(p["mask"]))[0]
+
+    portable = tf.function(forward, autograph=False).get_concrete_function(*args)
+    with kernels.native_inference():
+        compiled = tf.function(forward, autograph=False).get_concrete_function(*args)
+    outside, inside = _op_types(portable.graph), _op_types(compiled.graph)
+    # Outside: the inline loop an exporter reads; inside: the native op or the XLA-compiled loop.
+    assert "KerasMguForward" not in outside and _has_loop(outside)
+    if kernel_loops == "native":
+        assert "KerasMguForward" in inside
+    else:
+        assert not _has_loop(_op_types_top(compiled.graph))  # inside a compiled function
+    expected = run_reference(p)[0]
+    for function in (portable, compiled):
+        np.testing.assert_allclose(function(*args).numpy(), expected, rtol=1e-5, atol=1e-5)
+    # The context ends with its block: later traces are portable again.
+    again = tf.function(forward, autograph=False).get_concrete_function(*args)
+    assert "KerasMguForward" not in _op_types(again.graph)
+
+
+def _op_types_top(graph) -> set[str]:
+    return {op.type for op in graph.get_operations()}
+
+
+def _has_loop(types: set[str]) -> bool:
+    return any(t.endswith("While") for t in types)  # While or StatelessWhile
 
 
 # ----------------------------------------------------------------------------- layer
