@@ -18,7 +18,7 @@ measurement, with the sweep's table of trials.
 
 Usage::
 
-    python benchmarks/tune_speed.py --backend jax --search-budget 320
+    python benchmarks/tune_speed.py --backend jax --search-budget 180
     python benchmarks/tune_speed.py --backend torch --trials 16 --restarts 2 --workers 2
 """
 
