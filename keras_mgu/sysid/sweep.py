@@ -29,7 +29,8 @@ It sets a deadline ``search_budget`` seconds after the call; each trial's
 which shortens its runs where they would overrun it) the time left to the
 deadline over the trials its worker still expects
 (``ceil(max_trials / workers)`` in all), so a trial that overran leaves less
-to the next. A trial that starts after the deadline is not run: it fails at
+to the next. A trial that would start with less time left than the shortest
+trial its worker has run (or after the deadline) is not run: it fails at
 once (status ``FAILED``), and the search returns the best of those that ran.
 A trial has a floor it cannot go below (building its models, two epochs of
 each run, scoring), so a budget far below ``max_trials / workers`` times
@@ -178,8 +179,8 @@ def _tuner_class():
             self.started += 1
             if budget is not None and budget <= 0:
                 raise kt.errors.FailedTrialError(
-                    f"The search budget of {job['search_budget']:g} s is spent; trial "
-                    f"{trial.trial_id} is not run."
+                    f"Too little of the search budget of {job['search_budget']:g} s is left for "
+                    f"trial {trial.trial_id}; it is not run."
                 )
             start = time.perf_counter()
             found = identify(job["data"], _trial_config(job, settings, budget), job["restarts"],
@@ -312,7 +313,8 @@ def tune(
         search_budget: Seconds for the whole search, from this call: each
             trial's ``identify`` gets the time left over the trials its
             worker still expects (at first ``search_budget * workers /
-            max_trials``); trials that would start after it fail at once.
+            max_trials``); trials that would start too late (with less
+            time left than the worker's shortest trial) fail at once.
             ``None``: each trial has ``config.time_budget`` (by default the
             recipe's, derived from the record). Not both.
         directory, project_name, overwrite: KerasTuner's folder of the search.
