@@ -8,7 +8,9 @@ clock; ``tune``'s worker processes start inside it):
   recipe.
 * ``tune``: ``sysid.tune(data, max_trials=T, restarts=R, seed=S,
   workers=W, search_budget=B)`` over ``sysid.DEFAULT_SPACE`` (cell, units,
-  learning rate, weight decay), random search, chosen on validation.
+  learning rate, weight decay), random search, chosen on validation. ``B``
+  is ``--search-budget``, or ``--budget-ratio`` times the wall time of the
+  ``identify`` just measured in the same round.
 
 Rounds alternate between the two. It prints the median wall times, their
 ratio, and for each the validation RMSE (standardised) and the test RMSE (the
@@ -19,6 +21,7 @@ measurement, with the sweep's table of trials.
 Usage::
 
     python benchmarks/tune_speed.py --backend jax --search-budget 180
+    python benchmarks/tune_speed.py --backend jax --budget-ratio 3.9 --rounds 2
     python benchmarks/tune_speed.py --backend torch --trials 16 --restarts 2 --workers 2
 """
 
@@ -66,7 +69,7 @@ print("RESULT " + json.dumps({
 """
 
 
-def measure(args: argparse.Namespace, what: str) -> dict:
+def measure(args: argparse.Namespace, what: str, search_budget: float | None = None) -> dict:
     """One fresh-process ``identify`` or ``tune``; its timing and scores."""
     env = {**os.environ, "KERAS_BACKEND": args.backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
     with tempfile.TemporaryDirectory(prefix="tune_speed_") as directory:
@@ -74,7 +77,7 @@ def measure(args: argparse.Namespace, what: str) -> dict:
             "what": what, "benchmark": args.benchmark,
             "root": os.path.join(args.data_root, args.benchmark), "seed": args.seed,
             "trials": args.trials, "restarts": args.restarts, "workers": args.workers,
-            "search_budget": args.search_budget, "directory": directory,
+            "search_budget": search_budget, "directory": directory,
         }  # fmt: skip
         done = subprocess.run(
             [sys.executable, "-c", CHILD, json.dumps(job)],
@@ -83,7 +86,11 @@ def measure(args: argparse.Namespace, what: str) -> dict:
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode or not lines:
         raise RuntimeError(f"{what} failed:\n{done.stderr[-3000:]}")
-    return json.loads(lines[0][len("RESULT "):])
+    row = json.loads(lines[0][len("RESULT "):])
+    if what == "tune":
+        row["search_budget"] = search_budget
+        row["completed"] = sum(t["status"] == "COMPLETED" for t in row["trials"])
+    return row
 
 
 def report(rows: list[dict], args: argparse.Namespace) -> str:
@@ -91,9 +98,14 @@ def report(rows: list[dict], args: argparse.Namespace) -> str:
         return statistics.median(r[key] for r in rows if r["what"] == what)
 
     base = median("identify", "seconds")
+    if args.budget_ratio:
+        budget = f"{args.budget_ratio:g}x the round's identify"
+    else:
+        budget = f"{args.search_budget} s"
+    completed = median("tune", "completed")
     sweep = (
         f"tune: {args.trials} trials x {args.restarts} restarts, {args.workers} worker(s), "
-        f"search budget {args.search_budget} s"
+        f"search budget {budget}; trials completed (median) {completed:g} of {args.trials}"
     )
     lines = [
         f"{args.benchmark}, {args.backend}, seed {args.seed}, medians of {args.rounds} round(s); "
@@ -119,16 +131,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--restarts", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--search-budget", type=float, default=None,
-                        help="seconds for the whole sweep (default: none)")  # fmt: skip
+                        help="seconds for the whole sweep (default: none)")
+    parser.add_argument("--budget-ratio", type=float, default=None,
+                        help="the sweep's budget: this times the identify of the same round "
+                             "(measured first)")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-root", default=DEFAULT_ROOT)
     parser.add_argument("--json", help="write every measurement to this file")
     args = parser.parse_args(argv)
+    if args.budget_ratio is not None and args.search_budget is not None:
+        parser.error("give --search-budget or --budget-ratio, not both")
     rows = []
     for r in range(args.rounds):
         for what in ("identify", "tune"):
-            rows.append(measure(args, what))
+            budget = args.search_budget
+            if what == "tune" and args.budget_ratio is not None:
+                budget = args.budget_ratio * rows[-1]["seconds"]
+            rows.append(measure(args, what, budget))
             shown = {k: v for k, v in rows[-1].items() if k != "trials"}
             print(f"round {r + 1}: {shown}", flush=True)
     if args.json:

@@ -28,17 +28,24 @@ It sets a deadline ``search_budget`` seconds after the call; each trial's
 ``identify`` gets as its time budget (:attr:`RecipeConfig.time_budget`,
 which shortens its runs where they would overrun it) the time left to the
 deadline over the trials its worker still expects
-(``ceil(max_trials / workers)`` in all), so a trial that overran leaves less
-to the next. A trial that would start with less time left than the shortest
-trial its worker has run (or after the deadline) is not run: it fails at
-once (status ``FAILED``), and the search returns the best of those that ran.
+(``ceil(max_trials / workers)`` in all), less the time its earlier trials
+ran past the budgets they were given (building the models before training,
+compiling, scoring after it: the mean over its trials after the first, whose
+overrun includes the process's one-time start), so a trial that overran
+leaves less to the next. A trial with nothing left of its share after that
+still trains its floor (a budget of :data:`MIN_TRIAL_BUDGET`). A trial that
+would start with less time left than the shortest trial its worker has run
+(or after the deadline) is not run: it fails at once (status ``FAILED``),
+and the search returns the best of those that ran.
 A trial has a floor it cannot go below (building its models, two epochs of
 each run, scoring), so a budget far below ``max_trials / workers`` times
 that floor ends with failed trials.
 
 Local worker processes (``workers > 1``) each get an equal share of the
 CPUs for their threads (:func:`worker_threads`), so that they do not
-contend for the same cores.
+contend for the same cores, and on JAX one persistent compilation cache
+(:func:`worker_compile_cache`), so that a model one trial compiled is not
+compiled again by the next trial with the same shapes.
 """
 
 from __future__ import annotations
@@ -61,7 +68,15 @@ from keras_mgu.datasets import SysIdData
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.identification import Identification
 
-__all__ = ["DEFAULT_SPACE", "TuneResult", "check_space", "tune", "worker_threads"]
+__all__ = [
+    "DEFAULT_SPACE",
+    "MIN_TRIAL_BUDGET",
+    "TuneResult",
+    "check_space",
+    "tune",
+    "worker_compile_cache",
+    "worker_threads",
+]
 
 #: The space searched when none is given.
 DEFAULT_SPACE: dict[str, list] = {
@@ -72,6 +87,10 @@ DEFAULT_SPACE: dict[str, list] = {
 }
 
 _FIELDS = {f.name for f in dataclasses.fields(RecipeConfig)}
+
+#: The time budget (s) of a trial that the expected overrun leaves nothing:
+#: ``identify`` then trains its floor (two epochs of each run).
+MIN_TRIAL_BUDGET = 1.0
 
 
 def _import_keras_tuner():
@@ -169,13 +188,14 @@ def _tuner_class():
             super().__init__(**kwargs)
             self.job, self.found, self.started = job, {}, 0
             self.fastest = 0.0  # the shortest trial this worker has run (s)
+            self.overruns: list[float] = []  # each trial's seconds past its budget
 
         def run_trial(self, trial, *args, **kwargs) -> dict:
             from keras_mgu.sysid.recipe import identify
 
             job = self.job
             settings = _settings(trial.hyperparameters.values, job["space"])
-            budget = _trial_share(job, self.started, self.fastest)
+            budget = _trial_share(job, self.started, self.fastest, _overrun(self.overruns))
             self.started += 1
             if budget is not None and budget <= 0:
                 raise kt.errors.FailedTrialError(
@@ -191,6 +211,8 @@ def _tuner_class():
             rmse = found.validation_rmse(job["data"])
             seconds = time.perf_counter() - start
             self.fastest = min(self.fastest or seconds, seconds)
+            if budget is not None:
+                self.overruns.append(max(seconds - budget, 0.0))
             return {"val_rmse": rmse, "seconds": seconds}
 
     return RecipeTuner
@@ -213,22 +235,35 @@ def _trial_config(job: dict, settings: dict, budget: float | None = None) -> Rec
     return config
 
 
-def _trial_share(job: dict, started: int, floor: float = 0.0) -> float | None:
+def _trial_share(
+    job: dict, started: int, floor: float = 0.0, overrun: float = 0.0
+) -> float | None:
     """Seconds for a worker's next trial: the time to the deadline over its trials to come.
 
     ``started``: the trials this worker has started; it expects
-    ``ceil(max_trials / workers)`` in all (at least one more). ``None``
-    without a search budget; ``0`` once less than ``floor`` (the shortest
-    trial the worker has run) is left to the deadline: no trial would end
-    before it.
+    ``ceil(max_trials / workers)`` in all (at least one more). ``overrun``:
+    the seconds a trial is expected to run past its budget, taken off its
+    share, down to :data:`MIN_TRIAL_BUDGET`. ``None`` without a search
+    budget; ``0`` once less than ``floor`` (the shortest trial the worker has
+    run) is left to the deadline: no trial would end before it.
     """
     if job.get("deadline") is None:
         return None
     left = job["deadline"] - time.time()
-    if left <= max(floor, 0.0):
+    if left <= floor:
         return 0.0
     expected = max(1, math.ceil(job["max_trials"] / job["workers"]) - started)
-    return left / expected
+    return max(left / expected - overrun, MIN_TRIAL_BUDGET)
+
+
+def _overrun(overruns: Sequence[float]) -> float:
+    """The seconds the next trial is expected to run past its budget, from the earlier ones'.
+
+    The mean over the trials after the first, whose overrun also holds the
+    worker's one-time start (first compilations); the first's alone before.
+    """
+    warm = overruns[1:] or overruns
+    return sum(warm) / len(warm) if warm else 0.0
 
 
 #: A trial's saved Identification, in its KerasTuner trial folder.
@@ -406,6 +441,28 @@ def worker_threads(workers: int, environ: Mapping[str, str] | None = None) -> di
     return {name: value for name, value in caps.items() if name not in environ}
 
 
+def worker_compile_cache(
+    directory: str, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment of local workers that share a JAX compilation cache in ``directory``.
+
+    JAX writes every compiled program there (no minimum compile time or
+    size) and a worker reads it back instead of compiling a program of the
+    same shapes again: a model one trial compiled (its training step, its
+    simulation) is not compiled again by the next. Other backends ignore
+    the variables. A cache the user set (``JAX_COMPILATION_CACHE_DIR`` in
+    ``environ``, default ``os.environ``) is kept.
+    """
+    environ = os.environ if environ is None else environ
+    if "JAX_COMPILATION_CACHE_DIR" in environ:
+        return {}
+    return {
+        "JAX_COMPILATION_CACHE_DIR": directory,
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+    }
+
+
 def _local_parallel(job: dict, workers: int) -> TuneResult:
     """A chief in this process and ``workers`` local worker processes."""
     os.makedirs(job["directory"], exist_ok=True)
@@ -416,10 +473,11 @@ def _local_parallel(job: dict, workers: int) -> TuneResult:
     saved = {k: os.environ.get(k) for k in (*env, "KERASTUNER_TUNER_ID")}
     os.environ.update(env, KERASTUNER_TUNER_ID="chief")
     procs = []
+    cache = worker_compile_cache(os.path.join(job["directory"], f"{job['project_name']}_jax_cache"))
     try:
         tuner = _make_tuner(job)
         for i in range(workers):
-            worker_env = {**os.environ, **worker_threads(workers), **env,
+            worker_env = {**os.environ, **worker_threads(workers), **cache, **env,
                           "KERASTUNER_TUNER_ID": f"tuner{i}"}  # fmt: skip
             procs.append(
                 subprocess.Popen(

@@ -3,6 +3,8 @@
 import dataclasses
 import math
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -11,7 +13,7 @@ import pytest
 pytest.importorskip("keras_tuner")
 
 from keras_mgu import datasets  # noqa: E402
-from keras_mgu.sysid import RecipeConfig, check_space, sweep, tune  # noqa: E402
+from keras_mgu.sysid import RecipeConfig, check_space, recipe, sweep, tune  # noqa: E402
 from tests.helpers import BACKEND_INDEPENDENT  # noqa: E402
 
 TINY = RecipeConfig(units=(4,), iterations=10, steps_per_epoch=5, validation_checks=2)
@@ -132,15 +134,17 @@ def test_a_saved_trial_survives_a_crash_while_saving_the_next(data, tmp_path, mo
 
 def test_a_search_budget_gives_each_trial_the_time_left_over_the_trials_to_come(data, tmp_path):
     result = tune(data, {"units": [(3,), (4,)]}, TINY, max_trials=2, restarts=1,
-                  search="grid", search_budget=30.0, directory=tmp_path)  # fmt: skip
+                  search="grid", search_budget=120.0, directory=tmp_path)  # fmt: skip
     assert all(row["status"] == "COMPLETED" for row in result.table)
     budgets = [
         sweep._load_found(str(tmp_path / "sweep" / f"trial_{row['trial']}")).config.time_budget
         for row in result.table
     ]
-    # The first trial: half the search's budget, less the start; the second: all that is left.
-    assert 30.0 / 2 - 5 < budgets[0] <= 30.0 / 2
-    left = 2 * budgets[0] - result.table[0]["seconds"]
+    # The first trial: half the search's budget, less the start; the second: all that is left,
+    # less what the first ran past its budget.
+    assert 120.0 / 2 - 5 < budgets[0] <= 120.0 / 2
+    seconds = result.table[0]["seconds"]
+    left = 2 * budgets[0] - seconds - max(seconds - budgets[0], 0.0)
     assert left - 5 < budgets[1] <= left
     assert result.best.config.time_budget in budgets
 
@@ -169,6 +173,40 @@ def test_trials_after_the_deadline_are_not_run(data, tmp_path, monkeypatch):
     assert result.best_settings == {"units": (3,)}
 
 
+class _SetClock:
+    """``time`` whose readings (``time()`` and ``perf_counter()``) move only when told."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def time(self) -> float:
+        return self.now
+
+    perf_counter = time
+
+
+def test_a_trial_budget_leaves_out_what_earlier_trials_ran_past_theirs(data, tmp_path, monkeypatch):
+    clock, budgets = _SetClock(), []
+    monkeypatch.setattr(sweep, "time", clock)
+    real_identify = recipe.identify
+    # Seconds each trial takes on the search's clock: past its budget by 6 s, then by 2 s.
+    takes = [lambda budget: budget + 6.0, lambda budget: budget + 2.0, lambda budget: 10.0]
+
+    def timed_identify(data, config, *args, **kwargs):
+        budgets.append(config.time_budget)
+        found = real_identify(data, config, *args, **kwargs)
+        clock.now += takes[len(budgets) - 1](config.time_budget)
+        return found
+
+    monkeypatch.setattr(recipe, "identify", timed_identify)
+    result = tune(data, {"units": [(3,), (4,), (5,)]}, TINY, max_trials=3, restarts=1,
+                  search="grid", search_budget=90.0, directory=tmp_path)  # fmt: skip
+    assert [row["status"] for row in result.table] == ["COMPLETED"] * 3
+    # 90 s over 3 trials; then 54 s over 2, less the first's 6 s past its budget; then the 31 s
+    # left, less the second's 2 s (the first's overrun, which holds the start, no longer counts).
+    assert budgets == pytest.approx([30.0, 54.0 / 2 - 6.0, 31.0 - 2.0])
+
+
 def test_a_worker_expects_its_share_of_the_trials():
     job = {"deadline": time.time() + 100.0, "max_trials": 16, "workers": 2}
     assert sweep._trial_share(job, 0) == pytest.approx(100.0 / 8, rel=1e-3)
@@ -179,6 +217,26 @@ def test_a_worker_expects_its_share_of_the_trials():
     # Less time left than the shortest trial this worker has run: none would end in time.
     assert sweep._trial_share(job, 6, floor=120.0) == 0.0
     assert sweep._trial_share(job, 6, floor=80.0) == pytest.approx(100.0 / 2, rel=1e-3)
+    # Less the seconds a trial runs past its budget; none left of the share: its floor.
+    assert sweep._trial_share(job, 6, overrun=8.0) == pytest.approx(100.0 / 2 - 8, rel=1e-3)
+    assert sweep._trial_share(job, 6, overrun=60.0) == sweep.MIN_TRIAL_BUDGET
+    # The overrun expected: the first trial's alone, then the mean of those after it.
+    assert sweep._overrun([]) == 0.0
+    assert sweep._overrun([9.0]) == 9.0
+    assert sweep._overrun([9.0, 2.0, 4.0]) == pytest.approx(3.0)
+
+
+@BACKEND_INDEPENDENT
+def test_local_workers_share_a_jax_compilation_cache(tmp_path):
+    pytest.importorskip("jax")
+    cache = sweep.worker_compile_cache(str(tmp_path), {})
+    assert sweep.worker_compile_cache(str(tmp_path), {"JAX_COMPILATION_CACHE_DIR": "x"}) == {}
+    # A process with that environment writes what it compiles there, and a second reads it.
+    program = "import jax, jax.numpy as jnp; print(jax.jit(lambda x: jnp.tanh(x) * 3)(1.0))"
+    env = {**os.environ, **cache, "JAX_PLATFORMS": "cpu"}
+    for _ in range(2):
+        subprocess.run([sys.executable, "-c", program], env=env, check=True, capture_output=True)
+    assert [p for p in tmp_path.iterdir() if p.is_file()]
 
 
 def test_local_workers_share_the_cpus():
