@@ -113,6 +113,10 @@ def _extra_flags(kind: str) -> list[str]:
     except ImportError as error:
         raise BuildError(f"tensorflow is not available ({error})") from error
     compile_flags = [f for f in tf.sysconfig.get_compile_flags() if not f.startswith("--std")]
+    if "avx512_fp16" in _cpu_flags().split():
+        # ``-march=native`` turns on the half-precision packet math of TensorFlow's
+        # Eigen headers, which not every compiler can build; the op uses no halves.
+        compile_flags.append("-mno-avx512fp16")
     return [*compile_flags, "-Wno-deprecated-declarations", *tf.sysconfig.get_link_flags()]
 
 

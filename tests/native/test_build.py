@@ -45,6 +45,17 @@ def test_cached_library_is_reused_and_keyed_by_flags(tmp_path, monkeypatch):
 
 
 @BACKEND_INDEPENDENT
+def test_the_tensorflow_op_builds_without_half_precision_packet_math(monkeypatch):
+    """With AVX512-FP16, TensorFlow's Eigen headers need it off (not every compiler builds it)."""
+    pytest.importorskip("tensorflow")
+    monkeypatch.setattr(build, "_cpu_flags", lambda: "flags : fpu sse2 avx512f avx512_fp16 avx2")
+    assert "-mno-avx512fp16" in build._extra_flags("tf")
+    monkeypatch.setattr(build, "_cpu_flags", lambda: "flags : fpu sse2 avx512f avx2")
+    assert "-mno-avx512fp16" not in build._extra_flags("tf")
+    assert build._extra_flags("core") == []
+
+
+@BACKEND_INDEPENDENT
 def test_a_failed_build_says_why_and_leaves_nothing_behind(tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_MGU_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(build, "FLAGS", (*build.FLAGS, "-fno-such-option-for-keras-mgu"))
