@@ -202,6 +202,15 @@ def plot_trials(table: list[Mapping[str, Any]], path: str | os.PathLike) -> str:
         raise ValueError(f"`path` must end in '.png'; got '{path}'.")
     if not table:
         raise ValueError("`table` has no trials to draw.")
+    fig = _trials_figure(table)
+    _write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+    return path
+
+
+def _trials_figure(table: list[Mapping[str, Any]]):
+    """The figure of :func:`plot_trials`: a point per trial (whole trial numbers on the x axis)."""
+    from matplotlib.ticker import MaxNLocator
+
     figure_cls, canvas_cls = _import_matplotlib()
     fig = figure_cls(figsize=(8, 4), layout="constrained")
     canvas_cls(fig)
@@ -218,7 +227,7 @@ def plot_trials(table: list[Mapping[str, Any]], path: str | os.PathLike) -> str:
         bottom = np.nanmin(scores) if ok.any() else 0.0
         ax.plot(x[~ok], np.full((~ok).sum(), bottom), "kx", label="failed")
     ax.set_xlabel("trial")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("validation RMSE (standardised)")
     ax.legend()
-    _write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
-    return path
+    return fig

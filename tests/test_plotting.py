@@ -126,6 +126,11 @@ def test_trials_plot_marks_the_best_and_the_failed(tmp_path):
     ]
     path = plot_trials(table, tmp_path / "trials.png")
     assert path.endswith("trials.png") and (tmp_path / "trials.png").read_bytes()[:4] == b"\x89PNG"
+    # Trials are whole numbers on the x axis.
+    from keras_mgu.plotting import _trials_figure
+
+    ticks = _trials_figure(table).axes[0].get_xticks()
+    assert len(ticks) and all(float(t).is_integer() for t in ticks)
     with pytest.raises(ValueError, match="no trials"):
         plot_trials([], tmp_path / "empty.png")
     with pytest.raises(ValueError, match=".png"):
