@@ -231,11 +231,10 @@ def test_local_workers_share_a_jax_compilation_cache(tmp_path):
     pytest.importorskip("jax")
     cache = sweep.worker_compile_cache(str(tmp_path), {})
     assert sweep.worker_compile_cache(str(tmp_path), {"JAX_COMPILATION_CACHE_DIR": "x"}) == {}
-    # A process with that environment writes what it compiles there, and a second reads it.
+    # A process with that environment writes what it compiles there.
     program = "import jax, jax.numpy as jnp; print(jax.jit(lambda x: jnp.tanh(x) * 3)(1.0))"
     env = {**os.environ, **cache, "JAX_PLATFORMS": "cpu"}
-    for _ in range(2):
-        subprocess.run([sys.executable, "-c", program], env=env, check=True, capture_output=True)
+    subprocess.run([sys.executable, "-c", program], env=env, check=True, capture_output=True)
     assert [p for p in tmp_path.iterdir() if p.is_file()]
 
 
