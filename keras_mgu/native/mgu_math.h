@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace keras_mgu {
 
@@ -186,26 +187,33 @@ inline void rows_kernel(int64_t rows, int64_t depth, const T* x, int64_t sxi, in
   for (; i < rows; ++i) rows_block<NV, 1>(i, depth, x, sxi, sxk, w, ldw, out, ldo);
 }
 
-// The same over cols (a multiple of the vector width) columns, 8 vectors at a time.
+// Calls f(std::integral_constant<int, NV>{}, c) for the column blocks [c, c + NV*L)
+// that cover cols (a multiple of the vector width), 8 vectors at a time: the
+// block width becomes a compile-time constant of the kernels it selects.
+template <typename T, typename F>
+inline void for_column_blocks(int64_t cols, F&& f) {
+  constexpr int64_t L = Vec<T>::lanes;
+  for (int64_t c = 0; c < cols; c += 8 * L) {
+    switch ((cols - c) / L < 8 ? (cols - c) / L : 8) {
+      case 1: f(std::integral_constant<int, 1>{}, c); break;
+      case 2: f(std::integral_constant<int, 2>{}, c); break;
+      case 3: f(std::integral_constant<int, 3>{}, c); break;
+      case 4: f(std::integral_constant<int, 4>{}, c); break;
+      case 5: f(std::integral_constant<int, 5>{}, c); break;
+      case 6: f(std::integral_constant<int, 6>{}, c); break;
+      case 7: f(std::integral_constant<int, 7>{}, c); break;
+      default: f(std::integral_constant<int, 8>{}, c); break;
+    }
+  }
+}
+
+// rows_kernel over cols (a multiple of the vector width) columns.
 template <typename T>
 inline void gemm_rows(int64_t rows, int64_t depth, int64_t cols, const T* x, int64_t sxi,
                       int64_t sxk, const T* w, int64_t ldw, T* out, int64_t ldo) {
-  constexpr int64_t L = Vec<T>::lanes;
-  for (int64_t c = 0; c < cols; c += 8 * L) {
-    const int64_t nv = (cols - c) / L < 8 ? (cols - c) / L : 8;
-    const T* wc = w + c;
-    T* oc = out + c;
-    switch (nv) {
-      case 1: rows_kernel<1>(rows, depth, x, sxi, sxk, wc, ldw, oc, ldo); break;
-      case 2: rows_kernel<2>(rows, depth, x, sxi, sxk, wc, ldw, oc, ldo); break;
-      case 3: rows_kernel<3>(rows, depth, x, sxi, sxk, wc, ldw, oc, ldo); break;
-      case 4: rows_kernel<4>(rows, depth, x, sxi, sxk, wc, ldw, oc, ldo); break;
-      case 5: rows_kernel<5>(rows, depth, x, sxi, sxk, wc, ldw, oc, ldo); break;
-      case 6: rows_kernel<6>(rows, depth, x, sxi, sxk, wc, ldw, oc, ldo); break;
-      case 7: rows_kernel<7>(rows, depth, x, sxi, sxk, wc, ldw, oc, ldo); break;
-      default: rows_kernel<8>(rows, depth, x, sxi, sxk, wc, ldw, oc, ldo); break;
-    }
-  }
+  for_column_blocks<T>(cols, [&](auto nv, int64_t c) {
+    rows_kernel<decltype(nv)::value>(rows, depth, x, sxi, sxk, w + c, ldw, out + c, ldo);
+  });
 }
 
 // sum[i, :NV*L] += double(sum_k x[i * sxi + k * sxk] w[k * ldw, :NV*L]) for R
@@ -282,22 +290,9 @@ inline void add_product_kernel(int64_t rows, int64_t depth, const T* x, int64_t 
 template <typename T>
 inline void add_product(int64_t rows, int64_t depth, int64_t cols, const T* x, int64_t sxi,
                         int64_t sxk, const T* w, int64_t ldw, double* sum, int64_t ldo) {
-  constexpr int64_t L = Vec<T>::lanes;
-  for (int64_t c = 0; c < cols; c += 8 * L) {
-    const int64_t nv = (cols - c) / L < 8 ? (cols - c) / L : 8;
-    const T* wc = w + c;
-    double* sc = sum + c;
-    switch (nv) {
-      case 1: add_product_kernel<1>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
-      case 2: add_product_kernel<2>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
-      case 3: add_product_kernel<3>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
-      case 4: add_product_kernel<4>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
-      case 5: add_product_kernel<5>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
-      case 6: add_product_kernel<6>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
-      case 7: add_product_kernel<7>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
-      default: add_product_kernel<8>(rows, depth, x, sxi, sxk, wc, ldw, sc, ldo); break;
-    }
-  }
+  for_column_blocks<T>(cols, [&](auto nv, int64_t c) {
+    add_product_kernel<decltype(nv)::value>(rows, depth, x, sxi, sxk, w + c, ldw, sum + c, ldo);
+  });
 }
 
 // ------------------------------------------------------------------- copies

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from keras_mgu.native import build
+from tests.helpers import BACKEND_INDEPENDENT
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Added to the core library's flags (the last -O wins). Variable locations are
@@ -81,6 +82,7 @@ def _sanitized_library(tmp_path: Path) -> tuple[Path, list[str]]:
     return library, runtimes
 
 
+@BACKEND_INDEPENDENT
 def test_the_c_api_is_clean_under_the_sanitizers(tmp_path):
     library, runtimes = _sanitized_library(tmp_path)
     env = {
