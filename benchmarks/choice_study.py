@@ -34,11 +34,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_ROOT = os.path.join(HERE, "..", "..", "shared", "data")
+sys.path.insert(0, os.path.dirname(HERE))
+from benchmarks.fresh_process import run_child  # noqa: E402
 
 CHILD = """
 import dataclasses, json, sys
@@ -83,14 +84,9 @@ print("RESULT " + json.dumps(rows))
 
 def run_seed(args: argparse.Namespace, seed: int) -> list[dict]:
     root = os.path.join(args.data_root, args.benchmark)
-    env = {**os.environ, "KERAS_BACKEND": args.backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
     argv = [args.benchmark, root, str(seed), json.dumps(args.ks), args.config]
-    done = subprocess.run([sys.executable, "-c", CHILD, *argv], capture_output=True, text=True,
-                          env=env, check=False)  # fmt: skip
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if done.returncode or not lines:
-        raise RuntimeError(f"seed {seed} failed:\n{done.stderr[-3000:]}")
-    return [{"seed": seed, **row} for row in json.loads(lines[0][len("RESULT "):])]
+    rows = run_child(CHILD, argv, args.backend, f"seed {seed}")
+    return [{"seed": seed, **row} for row in rows]
 
 
 def table(rows: list[dict], args: argparse.Namespace) -> str:

@@ -30,11 +30,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_ROOT = os.path.join(HERE, "..", "..", "shared", "data")
+sys.path.insert(0, os.path.dirname(HERE))
+from benchmarks.fresh_process import run_child  # noqa: E402
 
 CHILD = """
 import json, sys, time
@@ -59,16 +60,9 @@ print("RESULT " + json.dumps({
 def measure(args: argparse.Namespace, restarts: int, population: bool, seed: int) -> dict:
     """One fresh-process ``identify``; its timing and scores."""
     root = os.path.join(args.data_root, args.benchmark)
-    env = {**os.environ, "KERAS_BACKEND": args.backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
     argv = [args.benchmark, root, str(restarts), str(seed), "1" if population else "0", args.config]
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, *argv], capture_output=True, text=True, env=env, check=False
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if done.returncode or not lines:
-        raise RuntimeError(f"identify failed ({argv}):\n{done.stderr[-3000:]}")
-    return {"restarts": restarts, "population": population, "seed": seed,
-            **json.loads(lines[0][len("RESULT "):])}  # fmt: skip
+    row = run_child(CHILD, argv, args.backend, f"identify {argv}")
+    return {"restarts": restarts, "population": population, "seed": seed, **row}
 
 
 def settings(args: argparse.Namespace) -> list[tuple[int, bool]]:

@@ -31,12 +31,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_ROOT = os.path.join(HERE, "..", "..", "shared", "data")
+sys.path.insert(0, os.path.dirname(HERE))
+from benchmarks.fresh_process import run_child  # noqa: E402
 
 CHILD = """
 import json, math, sys, time
@@ -71,7 +72,6 @@ print("RESULT " + json.dumps({
 
 def measure(args: argparse.Namespace, what: str, search_budget: float | None = None) -> dict:
     """One fresh-process ``identify`` or ``tune``; its timing and scores."""
-    env = {**os.environ, "KERAS_BACKEND": args.backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
     with tempfile.TemporaryDirectory(prefix="tune_speed_") as directory:
         job = {
             "what": what, "benchmark": args.benchmark,
@@ -79,14 +79,7 @@ def measure(args: argparse.Namespace, what: str, search_budget: float | None = N
             "trials": args.trials, "restarts": args.restarts, "workers": args.workers,
             "search_budget": search_budget, "directory": directory,
         }  # fmt: skip
-        done = subprocess.run(
-            [sys.executable, "-c", CHILD, json.dumps(job)],
-            capture_output=True, text=True, env=env, check=False,
-        )  # fmt: skip
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if done.returncode or not lines:
-        raise RuntimeError(f"{what} failed:\n{done.stderr[-3000:]}")
-    row = json.loads(lines[0][len("RESULT "):])
+        row = run_child(CHILD, [json.dumps(job)], args.backend, what)
     if what == "tune":
         row["search_budget"] = search_budget
         row["completed"] = sum(t["status"] == "COMPLETED" for t in row["trials"])
