@@ -1,12 +1,95 @@
+"""Suite-wide fixtures and the two markers that shape a parallel, three-backend run.
+
+* ``backend_independent``: the test's subject does not depend on the Keras
+  backend (file loaders, the native build and C API, installing the package):
+  it runs once per CI, with the TensorFlow suite (Keras's default backend), or
+  with whatever backend is active where TensorFlow is not installed; on the
+  other backends it is skipped with that reason. Whole modules say
+  ``pytestmark = BACKEND_INDEPENDENT`` (``tests.helpers``).
+* ``serial``: the test measures wall-clock time (budgets) and must not share
+  the machine with other tests. Under ``pytest -n N`` (pytest-xdist) it waits
+  until no other test of any worker runs, and no other test starts until it
+  ends (:func:`_serial_lock`).
+"""
+
+import contextlib
+import fcntl
+import importlib.util
 import os
+import tempfile
 
 import keras
 import numpy as np
 import pytest
 
+#: The backend whose suite runs the backend-independent tests.
+INDEPENDENT_SUITE_BACKEND = "tensorflow"
+
 
 def pytest_report_header(config):
     return f"keras {keras.__version__}, backend {keras.backend.backend()}"
+
+
+def _runs_backend_independent_tests() -> bool:
+    backend = keras.backend.backend()
+    if backend == INDEPENDENT_SUITE_BACKEND:
+        return True
+    return importlib.util.find_spec(INDEPENDENT_SUITE_BACKEND) is None
+
+
+def pytest_collection_modifyitems(config, items):
+    if _runs_backend_independent_tests():
+        return
+    skip = pytest.mark.skip(
+        reason=f"backend-independent subject; runs with the {INDEPENDENT_SUITE_BACKEND} suite"
+    )
+    for item in items:
+        if item.get_closest_marker("backend_independent"):
+            item.add_marker(skip)
+
+
+#: Lock files shared by every pytest process of this user on the machine.
+_LOCK_DIR = os.path.join(tempfile.gettempdir(), f"keras-mgu-tests-{os.getuid()}")
+
+
+@contextlib.contextmanager
+def _flock(name: str, mode: int):
+    os.makedirs(_LOCK_DIR, exist_ok=True)
+    with open(os.path.join(_LOCK_DIR, name), "a") as handle:
+        fcntl.flock(handle.fileno(), mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _serial_lock(serial: bool):
+    """A readers-writer lock between test processes: ``serial`` tests run alone.
+
+    Every test passes the ``gate`` (held briefly) and then holds ``running``:
+    shared for ordinary tests, exclusive for serial ones. A serial test keeps
+    the gate while it waits, so no new test starts meanwhile and it cannot be
+    starved.
+    """
+    if serial:
+        with _flock("gate", fcntl.LOCK_EX), _flock("running", fcntl.LOCK_EX):
+            yield
+        return
+    with _flock("gate", fcntl.LOCK_EX):
+        running = _flock("running", fcntl.LOCK_SH)
+        running.__enter__()
+    try:
+        yield
+    finally:
+        running.__exit__(None, None, None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Setup, call and teardown of a test inside the lock (fixtures' time counts too)."""
+    with _serial_lock(item.get_closest_marker("serial") is not None):
+        return (yield)
 
 
 @pytest.fixture(autouse=True)

@@ -13,12 +13,12 @@ from keras_mgu import MGU
 BACKEND = keras.backend.backend()
 
 #: For tests whose subject does not depend on the Keras backend (building the
-#: native core library, installing the package): they run once, with the
-#: default backend's suite.
-BACKEND_INDEPENDENT = pytest.mark.skipif(
-    BACKEND != "tensorflow",
-    reason="backend-independent subject; runs with the TensorFlow (default) suite",
-)
+#: native core library, installing the package, file loaders): they run once,
+#: with the TensorFlow (default) suite; ``tests/conftest.py`` applies the rule.
+BACKEND_INDEPENDENT = pytest.mark.backend_independent
+
+#: For tests that measure wall-clock time: under pytest-xdist they run alone.
+SERIAL = pytest.mark.serial
 
 #: Whether the active backend has a fused kernel (``implementation="auto"`` uses it).
 FUSED_LIVE = MGU(4).uses_fused_path

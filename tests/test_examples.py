@@ -9,7 +9,14 @@ import re
 import numpy as np
 import pytest
 
+from tests.helpers import BACKEND_INDEPENDENT
+
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+#: The system-identification example is a thin wrapper over ``keras-mgu identify``,
+#: whose runs tests/test_cli.py checks on every backend: its tests run once.
+SYSID_EXAMPLE = BACKEND_INDEPENDENT
 
 
 def load_example(name):
@@ -25,6 +32,7 @@ def reported_rmse(output: str) -> float:
     return float(match.group(1))
 
 
+@SYSID_EXAMPLE
 def test_system_identification_compare_on_simulated_tanks(tmp_path, capsys):
     # The example is a thin wrapper over `keras-mgu identify` (keras_mgu.cli).
     example = load_example("system_identification")
@@ -47,6 +55,7 @@ def test_system_identification_compare_on_simulated_tanks(tmp_path, capsys):
         assert np.isfinite(results[kind]["rmse_benchmark"])
 
 
+@SYSID_EXAMPLE
 def test_system_identification_reads_the_command_line(monkeypatch, capsys):
     example = load_example("system_identification")
     monkeypatch.setattr("sys.argv", ["system_identification.py", "--dataset", "wh2009"])
@@ -65,6 +74,7 @@ def write_csv(path, u, y):
             writer.writerow([i, a, b])
 
 
+@SYSID_EXAMPLE
 def test_system_identification_on_own_csv_records(tmp_path, capsys):
     rng = np.random.default_rng(0)
     u = rng.uniform(0, 1, 300)
@@ -81,6 +91,7 @@ def test_system_identification_on_own_csv_records(tmp_path, capsys):
     assert np.isfinite(reported_rmse(out))
 
 
+@SYSID_EXAMPLE
 def test_system_identification_on_the_real_benchmark(tmp_path, capsys, shared_data_dir):
     path = os.path.join(shared_data_dir, "cascaded_tanks", "dataBenchmark.csv")
     if not os.path.exists(path):

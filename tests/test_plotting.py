@@ -10,6 +10,9 @@ import pytest
 
 from keras_mgu.callbacks import LearningRateDecayPoints, WeightedEarlyStopping
 from keras_mgu.plotting import moving_average, plot_training
+from tests.helpers import BACKEND_INDEPENDENT
+
+pytestmark = BACKEND_INDEPENDENT
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

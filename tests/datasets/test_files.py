@@ -7,6 +7,9 @@ import pytest
 
 from keras_mgu.datasets import load_csv_records
 from tests.datasets.common import write_file
+from tests.helpers import BACKEND_INDEPENDENT
+
+pytestmark = BACKEND_INDEPENDENT
 
 
 def test_load_csv_records_happy_path(tmp_path):

@@ -14,6 +14,9 @@ from keras_mgu.datasets import (
     make_windows,
     simulate_cascaded_tanks,
 )
+from tests.helpers import BACKEND_INDEPENDENT
+
+pytestmark = BACKEND_INDEPENDENT
 
 # --------------------------------------------------------------------------- Normalizer
 

@@ -12,6 +12,9 @@ import pytest
 
 from keras_mgu.datasets import PROTOCOLS, Protocol, Record, SysIdData, get_protocol
 from keras_mgu.datasets import protocols as protocols_module
+from tests.helpers import BACKEND_INDEPENDENT
+
+pytestmark = BACKEND_INDEPENDENT
 
 
 def _protocol(**changes) -> Protocol:

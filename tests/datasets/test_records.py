@@ -9,6 +9,9 @@ from keras_mgu.datasets import (
     Record,
     SysIdData,
 )
+from tests.helpers import BACKEND_INDEPENDENT
+
+pytestmark = BACKEND_INDEPENDENT
 
 
 def test_record_converts_and_names_channels():

@@ -12,6 +12,9 @@ from keras_mgu.datasets import (
     simulate_cascaded_tanks,
     simulate_tank_levels,
 )
+from tests.helpers import BACKEND_INDEPENDENT
+
+pytestmark = BACKEND_INDEPENDENT
 
 
 def _run_lengths(x: np.ndarray) -> list[int]:

@@ -15,6 +15,12 @@ from tests.helpers import BACKEND_INDEPENDENT
 
 ROOT = Path(__file__).resolve().parents[2]
 
+#: The build flags at -O0, for tests of caching, locking and fallbacks: the same
+#: sources and paths compile in seconds instead of minutes.
+QUICK_FLAGS = tuple("-O0" if flag == "-O3" else flag for flag in build.FLAGS)
+#: The same, for the code of a child process (before its first build).
+QUICK_BUILD = f"from keras_mgu.native import build; build.FLAGS = {QUICK_FLAGS!r}"
+
 
 def _run(code: str, env: dict, timeout: int = 600) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3", **env}
@@ -34,11 +40,12 @@ def test_the_library_builds_on_this_machine():
 @BACKEND_INDEPENDENT
 def test_cached_library_is_reused_and_keyed_by_flags(tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_MGU_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(build, "FLAGS", QUICK_FLAGS)
     first = build.library_path("core")
     assert first.parent == tmp_path and first.exists()
     stamp = first.stat().st_mtime_ns
     assert build.library_path("core") == first and first.stat().st_mtime_ns == stamp
-    monkeypatch.setattr(build, "FLAGS", (*build.FLAGS, "-DKERAS_MGU_OTHER_FLAGS"))
+    monkeypatch.setattr(build, "FLAGS", (*QUICK_FLAGS, "-DKERAS_MGU_OTHER_FLAGS"))
     other = build.library_path("core")
     assert other != first and other.exists()
     assert not list(tmp_path.glob("*.tmp"))
@@ -58,7 +65,7 @@ def test_the_tensorflow_op_builds_without_half_precision_packet_math(monkeypatch
 @BACKEND_INDEPENDENT
 def test_a_failed_build_says_why_and_leaves_nothing_behind(tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_MGU_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(build, "FLAGS", (*build.FLAGS, "-fno-such-option-for-keras-mgu"))
+    monkeypatch.setattr(build, "FLAGS", (*QUICK_FLAGS, "-fno-such-option-for-keras-mgu"))
     with pytest.raises(build.BuildError, match="failed"):
         build.library_path("core")
     assert not list(tmp_path.glob("*.so")) and not list(tmp_path.glob("*.tmp"))
@@ -67,10 +74,10 @@ def test_a_failed_build_says_why_and_leaves_nothing_behind(tmp_path, monkeypatch
 @BACKEND_INDEPENDENT
 def test_without_openmp_the_batch_split_runs_on_std_threads(tmp_path):
     """A compiler that rejects the OpenMP flags builds the std::thread version of the split."""
-    code = """
+    code = f"""
         import numpy as np
         from keras_mgu import native
-        from keras_mgu.native import build
+        {QUICK_BUILD}
         build.OPENMP_FLAGS = ("-fno-such-openmp-flag-for-keras-mgu",)
         rng = np.random.default_rng(0)
         xw, h0 = rng.normal(size=(400, 12, 16)), np.zeros((12, 8))
@@ -138,10 +145,10 @@ def test_environment_variable_turns_the_native_loops_off(tmp_path):
 
 @BACKEND_INDEPENDENT
 def test_concurrent_first_use_builds_once(tmp_path):
-    code = """
+    code = f"""
         import numpy as np
         from keras_mgu import native
-        from keras_mgu.native import build
+        {QUICK_BUILD}
         path = build.library_path("core")
         rng = np.random.default_rng(0)
         hs, _ = native.forward(rng.normal(size=(50, 4, 16)), np.zeros((4, 8)),

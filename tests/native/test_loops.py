@@ -11,7 +11,9 @@ import pytest
 
 from keras_mgu import native
 from keras_mgu.kernels import reference
-from tests.helpers import central_differences
+from tests.helpers import BACKEND_INDEPENDENT, central_differences
+
+pytestmark = BACKEND_INDEPENDENT
 
 SIZES = [1, 3, 7, 8, 9, 16, 33, 64, 65]
 ACTS = {"tanh": np.tanh, "sigmoid": reference.sigmoid}

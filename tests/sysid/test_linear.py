@@ -5,6 +5,9 @@ import pytest
 
 from keras_mgu.datasets import Record
 from keras_mgu.sysid import LinearModel, select_linear_model
+from tests.helpers import BACKEND_INDEPENDENT
+
+pytestmark = BACKEND_INDEPENDENT
 
 
 def arx_data(n=600, seed=0):

@@ -4,6 +4,9 @@ import numpy as np
 import pytest
 
 from keras_mgu.sysid import rmse, score
+from tests.helpers import BACKEND_INDEPENDENT
+
+pytestmark = BACKEND_INDEPENDENT
 
 
 def test_rmse_against_the_definition(rng):

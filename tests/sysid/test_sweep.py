@@ -1,4 +1,9 @@
-"""Sweeps with KerasTuner: trials, the choice on validation, failed trials, distributed mode."""
+"""Sweeps with KerasTuner: trials, the choice on validation, failed trials, distributed mode.
+
+The subject is the search around the recipe (trials, budgets, workers, saved
+results), not the backend's numbers, which tests/sysid/test_recipe.py checks on
+every backend: these run once, with the TensorFlow suite.
+"""
 
 import dataclasses
 import math
@@ -14,7 +19,9 @@ pytest.importorskip("keras_tuner")
 
 from keras_mgu import datasets  # noqa: E402
 from keras_mgu.sysid import RecipeConfig, check_space, recipe, sweep, tune  # noqa: E402
-from tests.helpers import BACKEND_INDEPENDENT  # noqa: E402
+from tests.helpers import BACKEND_INDEPENDENT, SERIAL  # noqa: E402
+
+pytestmark = BACKEND_INDEPENDENT
 
 TINY = RecipeConfig(units=(4,), iterations=10, steps_per_epoch=5, validation_checks=2)
 
@@ -79,7 +86,6 @@ def test_a_failing_trial_is_reported_and_skipped(data, tmp_path):
     assert result.best_settings == {"window": None}
 
 
-@BACKEND_INDEPENDENT
 def test_distributed_chief_and_two_workers_on_localhost(data, tmp_path):
     start = time.perf_counter()
     result = tune(data, {"units": [(3,), (4,), (5,)]}, TINY, max_trials=3, restarts=1,
@@ -132,6 +138,7 @@ def test_a_saved_trial_survives_a_crash_while_saving_the_next(data, tmp_path, mo
     np.testing.assert_array_equal(loaded.simulate(u), result.best.simulate(u))
 
 
+@SERIAL  # the budgets follow the wall clock: other tests beside it would change them
 def test_a_search_budget_gives_each_trial_the_time_left_over_the_trials_to_come(data, tmp_path):
     result = tune(data, {"units": [(3,), (4,)]}, TINY, max_trials=2, restarts=1,
                   search="grid", search_budget=120.0, directory=tmp_path)  # fmt: skip
@@ -226,7 +233,6 @@ def test_a_worker_expects_its_share_of_the_trials():
     assert sweep._overrun([9.0, 2.0, 4.0]) == pytest.approx(3.0)
 
 
-@BACKEND_INDEPENDENT
 def test_local_workers_share_a_jax_compilation_cache(tmp_path):
     pytest.importorskip("jax")
     cache = sweep.worker_compile_cache(str(tmp_path), {})

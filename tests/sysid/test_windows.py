@@ -4,6 +4,9 @@ import numpy as np
 import pytest
 
 from keras_mgu.sysid import TrainingWindows
+from tests.helpers import BACKEND_INDEPENDENT
+
+pytestmark = BACKEND_INDEPENDENT
 
 
 def record(n=100, n_in=2, n_out=1):
