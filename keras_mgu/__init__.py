@@ -107,28 +107,39 @@ def _register_serializables() -> None:
 
 
 class _AfterKerasImport(importlib.abc.MetaPathFinder):
-    """Registers keras_mgu's serializable classes right after ``keras`` is imported."""
+    """Registers keras_mgu's serializable classes right after ``keras`` is imported.
+
+    It finds ``keras`` with the other finders and wraps its loader; it leaves
+    ``sys.meta_path`` once Keras has been imported.
+    """
+
+    def __init__(self) -> None:
+        self.finding = False
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "keras":
+        if fullname != "keras" or self.finding:
             return None
-        sys.meta_path.remove(self)  # once; the other finders locate keras
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        spec.loader = _RegisteringLoader(spec.loader)
+        self.finding = True  # importlib.util.find_spec below asks this finder too
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self.finding = False
+        if spec is not None and spec.loader is not None:
+            spec.loader = _RegisteringLoader(spec.loader, self)
         return spec
 
 
 class _RegisteringLoader(importlib.abc.Loader):
-    def __init__(self, loader: importlib.abc.Loader) -> None:
-        self.loader = loader
+    def __init__(self, loader: importlib.abc.Loader, finder: _AfterKerasImport) -> None:
+        self.loader, self.finder = loader, finder
 
     def create_module(self, spec):
         return self.loader.create_module(spec)
 
     def exec_module(self, module) -> None:
         self.loader.exec_module(module)
+        if self.finder in sys.meta_path:
+            sys.meta_path.remove(self.finder)
         _register_serializables()
 
     def __getattr__(self, name: str) -> Any:  # get_resource_reader, is_package, ...

@@ -92,8 +92,9 @@ def test_package_names_load_on_first_use():
 def test_import_then_keras_registers_the_classes_for_loading():
     """``import keras_mgu`` before ``keras``: ``load_model`` still finds ``keras_mgu>MGU``."""
     script = (
-        "import sys, keras_mgu\n"
+        "import importlib.util, sys, keras_mgu\n"
         "assert 'keras_mgu.layer' not in sys.modules\n"
+        "assert importlib.util.find_spec('keras') and 'keras' not in sys.modules\n"
         "import keras\n"
         "print(keras.saving.get_registered_object('keras_mgu>MGU').__module__)\n"
     )

@@ -121,12 +121,13 @@ def _fail(args: argparse.Namespace, message: str) -> int:
 def _prepare_backend(args: argparse.Namespace, argv: Sequence[str]) -> int | None:
     """Check the backend is installed and select it; an exit status when it cannot run here.
 
-    The backend is ``--backend``, else ``$KERAS_BACKEND`` (Keras' configured
-    one is checked by Keras itself).
+    The backend is ``--backend``, else ``$KERAS_BACKEND`` when it names one of
+    :data:`~keras_mgu.cli.backends.BACKENDS` (other backends, and Keras'
+    configured one, are checked by Keras itself).
     """
     backend = getattr(args, "backend", None)
     wanted = backend or os.environ.get("KERAS_BACKEND")
-    missing = backends.missing_backend(wanted) if wanted else None
+    missing = backends.missing_backend(wanted) if wanted in backends.BACKENDS else None
     if missing:
         option = "--backend" if backend else "KERAS_BACKEND"
         return _fail(args, f"{option} {wanted}: {missing}")
