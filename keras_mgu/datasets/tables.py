@@ -12,6 +12,7 @@ says which file, line (or sample) and column.
 from __future__ import annotations
 
 import abc
+import numbers
 import os
 from collections.abc import Sequence
 
@@ -92,7 +93,8 @@ class Table(abc.ABC):
 def _as_names(field: str, names: str | Sequence[str]) -> list[str]:
     if isinstance(names, str):
         names = [names]
-    names = [str(n) if isinstance(n, int) and not isinstance(n, bool) else n for n in names]
+    names = [str(n) if isinstance(n, numbers.Integral) and not isinstance(n, bool) else n
+             for n in names]  # fmt: skip
     if not names or not all(isinstance(n, str) and n for n in names):
         raise ValueError(
             f"`{field}` must be a non-empty list of column names or 0-based indices; "
