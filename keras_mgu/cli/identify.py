@@ -160,7 +160,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       "experiment, see --val-fraction)")  # fmt: skip
     data.add_argument("--val-fraction", type=fraction, default=VAL_FRACTION, metavar="F",
                       help="without --val: the share of the estimation samples, cut from the "
-                      "end of the last experiment, that validates")  # fmt: skip
+                      "end of the last experiment, that validates (your files and the measured "
+                      "benchmarks; the simulated tanks have a validation record of their "
+                      "own)")  # fmt: skip
     data.add_argument("--train-csv", metavar="FILE", help="the same as --train with one file")
     data.add_argument("--test-csv", metavar="FILE", help="the same as --test")
     data.add_argument("--inputs", nargs="+", default=["u"], metavar="COLUMN",

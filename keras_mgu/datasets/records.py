@@ -103,8 +103,9 @@ class Record:
         name: Free-form label.
         boundaries: Samples at which a new experiment starts, for several
             experiments end to end (:func:`join_experiments`); ``()``: one
-            experiment. No sample before a boundary is the plant's state for
-            the sample after it: training windows do not cross one.
+            experiment. Each experiment starts from a state of its own, not
+            where the one before it ended: training windows do not cross a
+            boundary.
 
     The arrays are converted to float64 copies. Raises ``ValueError`` when an
     array is not 2-D, the lengths differ, a value is not finite, ``ts`` is not
