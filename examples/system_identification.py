@@ -12,8 +12,9 @@ validation record free-run to keep the best weights and to choose among
 ``--restarts`` runs, and finally reports the test record's free-run RMSE under
 both conventions (all samples; ``nonlinear-benchmarks`` rule, samples
 ``--n-initial`` on: the benchmark protocol's, else 50). Recipe settings left
-out (``--units``, ``--iterations``, ``--window``, ``--batch-size``,
-``--learning-rate``) are derived from the record.
+out (``--iterations``, ``--window``, ``--batch-size``) are derived from the
+record; ``--units`` defaults to one layer of 32 units and ``--learning-rate``
+to 0.01.
 
 Examples::
 
@@ -23,8 +24,9 @@ Examples::
         --data-path ../shared/data/cascaded_tanks/dataBenchmark.csv --restarts 5
     python examples/system_identification.py --dataset wh2009 \\
         --data-path ../shared/data/wh2009 --time-budget 600
-    python examples/system_identification.py --train-csv train.csv --test-csv test.csv \\
+    python examples/system_identification.py --train train.csv --test test.csv \\
         --inputs u1 u2 --outputs y1 y2 --units 32
+    python examples/system_identification.py --train run1.mat run2.mat --test run3.mat
 
 It writes PNGs (measured vs simulated test output, residual, training curves)
 and ``results.json`` into ``--out`` and prints ``test RMSE: <value>``.

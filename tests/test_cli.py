@@ -100,7 +100,11 @@ def test_selection_option_averages_runs_chosen_on_validation(tmp_path, capsys):
     [
         (["--dataset", "wh2009"], "--dataset wh2009 needs --data-path"),
         (["--dataset", "emps", "--data-path", "/no/such/folder"], "no such file or folder"),
-        (["--train-csv", "est.csv"], "--train-csv and --test-csv go together"),
+        (["--train-csv", "est.csv"], "--train and --test go together"),
+        (["--train", "a.csv", "b.csv"], "--train and --test go together"),
+        (["--val", "v.csv"], "--val and --columns go with --train and --test"),
+        (["--train", "/no/a.csv", "--test", "/no/t.csv"], "--train: no such file"),
+        (["--val-fraction", "1"], "argument --val-fraction: expected a number between 0 and 1"),
         (["--train-csv", "/no/such.csv", "--test-csv", "/no/t.csv"], "no such file"),
         (["--data-path", "."], "--data-path goes with --dataset"),
         (["--units", "0"], "argument --units: expected a positive integer"),
@@ -123,12 +127,31 @@ def test_identify_help_shows_options_and_defaults(capsys):
         main(["identify", "--help"])
     assert exit_info.value.code == 0
     out = " ".join(capsys.readouterr().out.split())  # undo argparse's line wrapping
-    for option in ("--units", "--iterations", "--window", "--batch-size", "--learning-rate"):
-        assert re.search(rf"{option} \S+ .*?\(default: derived from the record\)", out), option
+    for option in ("--iterations", "--window", "--batch-size"):
+        assert re.search(rf"{option} \S+ .*?\(default: derived from the record: ", out), option
+    assert "--units N [N ...] stacked layer sizes (default: one layer of 32 units)" in out
+    assert "(default: 0.01)" in out and "score starts at sample 50 and the encoder reads 20" in out
     assert "--restarts N runs to choose from on the validation record (default: 3)" in out
     assert "{simulated-tanks,cascaded-tanks,wh2009,emps}" in out
     for option in ("--time-budget", "--n-initial", "--compare", "--backend", "--quick"):
         assert option in out
+    for option in ("--train FILE [FILE ...]", "--val FILE", "--val-fraction F", "--verbose"):
+        assert option in out
+    assert "--columns NAME [NAME ...]" in out and "(default: 0.2)" in out
+
+
+def test_help_texts_say_the_recipe_defaults():
+    """The defaults the help texts name are RecipeConfig's (not derived from the record)."""
+    from keras_mgu.cli import identify
+    from keras_mgu.sysid import RecipeConfig, config
+
+    for n_samples in (100, 5000):
+        resolved = RecipeConfig().resolved(n_samples)
+        assert resolved.units == identify.RECIPE_UNITS
+        assert resolved.learning_rate == identify.RECIPE_LEARNING_RATE
+        assert resolved.n_initial == identify.RECIPE_N_INITIAL == config.DEFAULT_N_INITIAL
+    assert RecipeConfig().decay_points == (0.5, 0.8) and RecipeConfig().decay_rate == 0.3
+    assert config.default_time_budget(0) == 100 and config.default_time_budget(10**6) == 570
 
 
 def test_backend_option_restarts_the_process(monkeypatch, tmp_path):
@@ -241,3 +264,117 @@ def test_tune_refuses_bad_options(extra, message, tmp_path, capsys):
         main(["tune", *TINY, "--out", str(tmp_path), *extra])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def write_experiments(folder, n_samples=(128, 100, 96)):
+    """Three simulated tank experiments as ``exp1.csv`` (header), ``exp2.npz``, ``test.mat``."""
+    import scipy.io
+
+    from keras_mgu import datasets
+
+    recs = [
+        datasets.simulate_cascaded_tanks(n_samples=n, seed=k).estimation
+        for k, n in enumerate(n_samples)
+    ]
+    first = folder / "exp1.csv"
+    first.write_text(
+        "u,y\n"
+        + "".join(
+            f"{u!r},{y!r}\n" for u, y in zip(recs[0].u[:, 0].tolist(), recs[0].y[:, 0].tolist())
+        )
+    )
+    np.savez(folder / "exp2.npz", u=recs[1].u[:, 0], y=recs[1].y[:, 0])
+    scipy.io.savemat(folder / "test.mat", {"u": recs[2].u, "y": recs[2].y})
+    return [str(first), str(folder / "exp2.npz")], str(folder / "test.mat"), recs
+
+
+def test_identify_own_files_of_several_experiments(tmp_path, capsys):
+    """Two estimation experiments in two formats, columns by index; windows stay inside one."""
+    train, test, recs = write_experiments(tmp_path)
+    argv = ["identify", *TINY, "--iterations", "2", "--train", *train, "--test", test]
+    argv += ["--inputs", "0", "--outputs", "1", "--ts", "4", "--out", str(tmp_path / "out")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["dataset"] == "own files" and results["protocol"] is None
+    # 20% of 228 samples (46) validate, cut from the second experiment: 128 + 54 estimate
+    assert "recipe: 182 estimation samples" in out
+    config = results["MGU"]["config"]
+    assert config["window"] == 54  # the shortest experiment, not the whole record
+    assert config["validation_continues"] is False and config["linear_prior"] is False
+    assert set(results["MGU"]["structures"]) == {"network"}
+    assert np.isfinite(results["MGU"]["rmse"]) and last_line_rmse(out) > 0
+
+
+@BACKEND_INDEPENDENT
+def test_own_data_options_build_the_records(tmp_path):
+    """--columns names header-less files; --val replaces --val-fraction; experiments join."""
+    from keras_mgu.cli import build_parser, identify
+
+    rows = lambda a: "".join(f"{2 * k + a} {k}\n" for k in range(10))  # noqa: E731
+    files = {name: tmp_path / f"{name}.txt" for name in ("a", "b", "v", "t")}
+    for k, path in enumerate(files.values()):
+        path.write_text(rows(100 * k))
+    common = ["--test", str(files["t"]), "--columns", "y", "u", "--ts", "0.5"]
+    args = build_parser().parse_args(
+        ["identify", "--train", str(files["a"]), str(files["b"]), *common]
+    )
+    args.check(args)
+    data = identify.load_data(args)
+    est, val = data.estimation, data.validation
+    assert est.boundaries == (10,) and est.n_samples == 16 and val.n_samples == 4
+    np.testing.assert_array_equal(est.u[:, 0], list(range(10)) + list(range(6)))
+    np.testing.assert_array_equal(val.y[:, 0], [112, 114, 116, 118])
+    assert est.input_names == ("u",) and est.ts == 0.5
+    args = build_parser().parse_args(
+        ["identify", "--train-csv", str(files["a"]), "--val", str(files["v"]), *common]
+    )
+    args.check(args)
+    data = identify.load_data(args)
+    assert data.estimation.n_samples == 10 and data.validation.y[0, 0] == 200
+    args = build_parser().parse_args(
+        ["identify", "--train", str(files["a"]), str(files["b"]), "--val-fraction", "0.6", *common]
+    )
+    args.check(args)
+    with pytest.raises(identify.DataError, match="12 samples, more than the last experiment's 10"):
+        identify.load_data(args)
+
+
+@BACKEND_INDEPENDENT
+@pytest.mark.parametrize(
+    "content, extra, message",
+    [
+        ("u,y\n1,2\n3,x\n", [], "bad.csv, line 3, column 'y': 'x' is not a number."),
+        ("u,y\n1,2\n3\n", [], "bad.csv, line 3: 1 cell(s), but line 1 has 2"),
+        ("u,z\n1,2\n", [], "bad.csv: no column 'y'; available columns: 'u', 'z'"),
+        ("u;y\n1;2\n3;NaN\n", [], "bad.csv, line 3, column 'y': 'NaN' is not a finite number"),
+        ("", [], "bad.csv is empty"),
+        ("u,y\n1,2\n", ["--columns", "a", "b"], "bad.csv has a header row (u, y)"),
+    ],
+)
+def test_malformed_data_is_one_line_and_status_2(tmp_path, capsys, content, extra, message):
+    bad = tmp_path / "bad.csv"
+    bad.write_text(content)
+    good = tmp_path / "good.csv"
+    good.write_text("u,y\n" + "".join(f"{k},{k}\n" for k in range(20)))
+    argv = ["identify", "--train", str(bad), str(good), "--test", str(good), *extra]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        "keras-mgu identify: error: cannot load the data:"
+    )
+    assert message in err and str(bad) in err
+    assert not (tmp_path / "out").exists()
+
+
+@BACKEND_INDEPENDENT
+def test_names_with_underscores_or_hyphens_are_the_same(tmp_path):
+    from keras_mgu.cli import build_parser, tune
+
+    parse = build_parser().parse_args
+    for name in ("cascaded_tanks", "cascaded-tanks"):
+        assert parse(["identify", "--dataset", name]).dataset == "cascaded-tanks"
+    assert parse(["tune", "--dataset", "simulated_tanks"]).dataset == "simulated-tanks"
+    args = parse(["tune", "--space", '{"batch-size": [8], "learning_rate": [0.01]}'])
+    tune.check_arguments(args)
+    assert args.space == {"batch_size": [8], "learning_rate": [0.01]}

@@ -7,6 +7,7 @@ Installed as the console script ``keras-mgu`` (and ``python -m keras_mgu``)::
     keras-mgu identify                                   # built-in simulated tanks, MGU
     keras-mgu identify --compare                         # MGU vs GRU vs LSTM
     keras-mgu identify --dataset wh2009 --data-path data/wh2009 --time-budget 600
+    keras-mgu identify --train run1.csv run2.mat --test run3.npz   # your files, 2 experiments
     keras-mgu tune --max-trials 16 --restarts 2 --workers 2   # a sweep, KerasTuner
 
 Subcommands:
@@ -18,7 +19,10 @@ Subcommands:
   validation with KerasTuner; a table, ``trials.json`` and ``trials.png``.
 
 :func:`main` is the entry point; it takes the argument list (default
-``sys.argv[1:]``) and returns the exit status.
+``sys.argv[1:]``) and returns the exit status. Neither it nor the command
+modules import Keras or a backend before a command runs, so ``--help`` and
+usage errors are quick; the backends' start-up logging is silenced unless
+``--verbose``.
 """
 
 from __future__ import annotations
@@ -30,9 +34,10 @@ import sys
 from collections.abc import Sequence
 
 from keras_mgu._version import __version__
+from keras_mgu.cli import backends
 from keras_mgu.cli import identify as _identify
 from keras_mgu.cli import tune as _tune
-from keras_mgu.cli.identify import UsageError
+from keras_mgu.cli.identify import DataError, UsageError
 
 __all__ = ["build_parser", "main"]
 
@@ -90,9 +95,9 @@ def _current_backend() -> str:
 def _restart_with_backend(argv: Sequence[str], backend: str) -> int:
     """Run the same command in a new Python process with ``KERAS_BACKEND=backend``.
 
-    Keras fixes its backend when it is first imported, and importing
-    :mod:`keras_mgu` imports Keras, so a ``--backend`` other than the loaded
-    one needs a fresh interpreter.
+    Keras fixes its backend when it is first imported, so a ``--backend``
+    other than the one already loaded (when :func:`main` runs in a process
+    that imported Keras) needs a fresh interpreter.
     """
     loaded = _current_backend()
     if os.environ.get(_RESTARTED):
@@ -108,20 +113,51 @@ def _restart_with_backend(argv: Sequence[str], backend: str) -> int:
     return subprocess.call([sys.executable, "-m", "keras_mgu", *argv], env=env)
 
 
+def _fail(args: argparse.Namespace, message: str) -> int:
+    """Print ``keras-mgu COMMAND: error: message`` (one line) to stderr; exit status 2."""
+    print(f"{args.subparser.prog}: error: {message}", file=sys.stderr, flush=True)
+    return 2
+
+
+def _prepare_backend(args: argparse.Namespace, argv: Sequence[str]) -> int | None:
+    """Check the backend is installed and select it; an exit status when it cannot run here.
+
+    The backend is ``--backend``, else ``$KERAS_BACKEND`` when it names one of
+    :data:`~keras_mgu.cli.backends.BACKENDS` (other backends, and Keras'
+    configured one, are checked by Keras itself).
+    """
+    backend = getattr(args, "backend", None)
+    wanted = backend or os.environ.get("KERAS_BACKEND")
+    missing = backends.missing_backend(wanted) if wanted in backends.BACKENDS else None
+    if missing:
+        option = "--backend" if backend else "KERAS_BACKEND"
+        return _fail(args, f"{option} {wanted}: {missing}")
+    if backend and not backends.use_backend(backend) and backend != _current_backend():
+        return _restart_with_backend(argv, backend)
+    if not getattr(args, "verbose", False):
+        backends.quiet_backend_logs()
+        backends.import_keras_quietly()
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``keras-mgu`` command line on ``argv`` (default ``sys.argv[1:]``).
 
     Returns the exit status (0 on success). Bad arguments exit through
-    ``argparse`` (status 2, with the usage and a message on stderr).
+    ``argparse`` (status 2, with the usage and a message on stderr); bad data
+    (a file that cannot be read as a record) and a backend that is not
+    installed give status 2 and one line ``keras-mgu COMMAND: error: ...``.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     try:
         args.check(args)
-        backend = getattr(args, "backend", None)
-        if backend and backend != _current_backend():
-            return _restart_with_backend(argv, backend)
+        status = _prepare_backend(args, argv)
+        if status is not None:
+            return status
         return args.handler(args)
+    except DataError as err:
+        return _fail(args, str(err))
     except UsageError as err:
         args.subparser.error(str(err))  # exits with status 2
         raise  # unreachable: error() exits

@@ -1,7 +1,9 @@
 """``keras-mgu identify``: identify a dynamical system with an MGU network.
 
 A command line over :mod:`keras_mgu.sysid`: load the estimation, validation
-and test records (:func:`load_data`), build the recipe's
+and test records (:func:`load_data`: a benchmark, the simulated tanks, or
+your own files read by ``keras_mgu.datasets.load_record``, several
+estimation experiments joined with their boundaries), build the recipe's
 :class:`~keras_mgu.sysid.RecipeConfig` from the options the user gave
 (:func:`build_config`; every other setting is derived from the record), train
 ``--restarts`` runs per model and keep the best on validation
@@ -22,6 +24,7 @@ from keras_mgu.cli import report
 
 __all__ = [
     "DATASETS",
+    "DataError",
     "UsageError",
     "add_arguments",
     "benchmark_n_initial",
@@ -29,6 +32,7 @@ __all__ = [
     "check_arguments",
     "identify_model",
     "load_data",
+    "own_data",
     "recipe_options",
     "results_row",
     "run",
@@ -47,12 +51,24 @@ Writes <model>_test_simulation.png, <model>_test_residual.png, <model>_training.
 and results.json into --out; the last line printed is 'test RMSE: <value>' (the
 MGU's score over all test samples, in the record's units).
 
+Your own data (--train/--test/--val): .csv, .txt, .tsv, .dat, .asc text, comma-,
+semicolon-, tab- or whitespace-separated, with or without a header row (decimal
+point only); MATLAB .mat (v7; variable names are the columns; N x k matrices give
+columns NAME_0 ... NAME_k-1); NumPy .npz (array names are the columns). Columns of
+files without names are known by 0-based index, or name them with --columns.
+Several --train files are separate experiments: no training window crosses from
+one into the next, each starts from its own state.
+
 examples:
   keras-mgu identify                                  # simulated tanks, MGU
   keras-mgu identify --compare                        # MGU vs GRU vs LSTM
   keras-mgu identify --dataset cascaded-tanks --data-path dataBenchmark.csv
   keras-mgu identify --dataset wh2009 --data-path data/wh2009 --time-budget 600
-  keras-mgu identify --train-csv est.csv --test-csv test.csv --inputs u1 u2 --outputs y
+  keras-mgu identify --train est.csv --test test.csv --inputs u1 u2 --outputs y --ts 0.1
+  keras-mgu identify --train run1.mat run2.mat --val run3.mat --test run4.mat \\
+      --inputs pump --outputs level --ts 4
+  keras-mgu identify --train est.txt --test test.txt --columns u y   # writematrix output
+  keras-mgu identify --train est.txt --test test.txt --inputs 0 --outputs 1  # by index
 """
 
 #: ``--dataset`` choices and the names ``keras_mgu.datasets.load_benchmark`` knows them by.
@@ -64,8 +80,16 @@ DATASETS = {
 }
 #: Models of ``--compare`` (the first alone without it).
 MODELS = ("MGU", "GRU", "LSTM")
-#: ``--n-initial`` of records without a scoring protocol.
+#: ``--n-initial`` of records without a scoring protocol: test samples the 'benchmark'
+#: score leaves out (the recipe's encoder reads ``RecipeConfig``'s own default, 20).
 DEFAULT_N_INITIAL = 50
+#: The encoder lag of ``RecipeConfig`` without a protocol (``sysid.config.DEFAULT_N_INITIAL``).
+RECIPE_N_INITIAL = 20
+#: Settings ``RecipeConfig`` fixes rather than derives (``units=None`` is one 32-unit layer).
+RECIPE_UNITS = (32,)
+RECIPE_LEARNING_RATE = 0.01
+#: ``--val-fraction``'s default: the end of the estimation data that validates.
+VAL_FRACTION = 0.2
 #: ``--quick``: caps on the iterations, restarts and time budget; simulated record length.
 QUICK_ITERATIONS = 40
 QUICK_RESTARTS = 2
@@ -75,7 +99,11 @@ DERIVED = "default: derived from the record"
 
 
 class UsageError(Exception):
-    """Bad options or data: reported as ``keras-mgu identify: error: <message>``."""
+    """Bad options: reported with the usage and ``keras-mgu identify: error: <message>``."""
+
+
+class DataError(UsageError):
+    """Data that cannot be read: one line ``keras-mgu identify: error: <message>``, status 2."""
 
 
 def _number(kind: type, low: float, strict: bool, what: str) -> Callable[[str], Any]:
@@ -100,29 +128,58 @@ count = _number(int, 0, False, "an integer >= 0")
 window_length = _number(int, 2, False, "an integer >= 2")
 
 
+def fraction(text: str) -> float:
+    """An argparse ``type``: a number strictly between 0 and 1."""
+    value = _number(float, 0.0, True, "a number between 0 and 1")(text)
+    if value >= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1; got {text!r}")
+    return value
+
+
+def dataset_name(text: str) -> str:
+    """An argparse ``type``: ``cascaded_tanks`` and ``cascaded-tanks`` name the same dataset."""
+    return text.replace("_", "-")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``identify`` to ``parser``."""
     data = parser.add_argument_group("data")
-    data.add_argument("--dataset", choices=tuple(DATASETS), default="simulated-tanks",
+    data.add_argument("--dataset", type=dataset_name, choices=tuple(DATASETS),
+                      default="simulated-tanks",
                       help="simulated-tanks is built in (no download); the others are the "
-                      "measured benchmarks and need --data-path")  # fmt: skip
+                      "measured benchmarks and need --data-path ('_' or '-' alike)")  # fmt: skip
     data.add_argument("--data-path", metavar="PATH",
                       help="the benchmark's file or its folder (with --dataset other than "
                       "simulated-tanks)")  # fmt: skip
-    data.add_argument("--train-csv", metavar="FILE",
-                      help="your own estimation record, one row per sample (replaces --dataset; "
-                      "its last 20%% validates)")  # fmt: skip
-    data.add_argument("--test-csv", metavar="FILE", help="your own test record (same columns)")
+    data.add_argument("--train", nargs="+", metavar="FILE",
+                      help="your own estimation data (replaces --dataset): one file per "
+                      "experiment, .csv/.txt/.tsv/.dat/.asc, .mat or .npz")  # fmt: skip
+    data.add_argument("--test", metavar="FILE", help="your own test record (same columns)")
+    data.add_argument("--val", metavar="FILE",
+                      help="your own validation record (default: the end of the last --train "
+                      "experiment, see --val-fraction)")  # fmt: skip
+    data.add_argument("--val-fraction", type=fraction, default=VAL_FRACTION, metavar="F",
+                      help="without --val: the share of the estimation samples, cut from the "
+                      "end of the last experiment, that validates (your files and the measured "
+                      "benchmarks; the simulated tanks have a validation record of their "
+                      "own)")  # fmt: skip
+    data.add_argument("--train-csv", metavar="FILE", help="the same as --train with one file")
+    data.add_argument("--test-csv", metavar="FILE", help="the same as --test")
     data.add_argument("--inputs", nargs="+", default=["u"], metavar="COLUMN",
-                      help="input column names of the CSV records")  # fmt: skip
+                      help="input columns of your files: names, or 0-based indices")  # fmt: skip
     data.add_argument("--outputs", nargs="+", default=["y"], metavar="COLUMN",
-                      help="output column names of the CSV records")  # fmt: skip
+                      help="output columns of your files: names, or 0-based indices")  # fmt: skip
+    data.add_argument("--columns", nargs="+", metavar="NAME",
+                      help="names of all the columns, in order, of files without a header "
+                      "row (.mat and .npz: instead of their variable names)")  # fmt: skip
     data.add_argument("--ts", type=positive_float, default=1.0, metavar="SECONDS",
-                      help="sample time of the CSV records")  # fmt: skip
+                      help="sample time of your files")  # fmt: skip
     data.add_argument("--n-initial", type=count, metavar="N",
                       help="measured test outputs the model may use before the 'benchmark' "
-                      "score starts (default: the benchmark protocol's, else "
-                      f"{DEFAULT_N_INITIAL})")  # fmt: skip
+                      "score starts, and the samples the encoder of long records reads "
+                      "(default: the benchmark protocol's n for both; without a protocol "
+                      f"the score starts at sample {DEFAULT_N_INITIAL} and the encoder reads "
+                      f"{RECIPE_N_INITIAL})")  # fmt: skip
     _add_recipe_arguments(parser.add_argument_group("recipe"))
     run = parser.add_argument_group("run")
     run.add_argument("--backend", choices=("tensorflow", "jax", "torch"),
@@ -130,6 +187,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      "configured one)")  # fmt: skip
     run.add_argument("--out", default=os.path.join("outputs", "system_identification"),
                      metavar="DIR", help="folder for the plots and results.json")  # fmt: skip
+    run.add_argument("--verbose", action="store_true",
+                     help="show the backends' start-up logging (TensorFlow, CUDA, XLA); "
+                     "hidden by default")  # fmt: skip
     run.add_argument("--quick", action="store_true",
                      help=f"tiny run for smoke tests: at most {QUICK_ITERATIONS} iterations, "
                      f"{QUICK_RESTARTS} restarts, {QUICK_TIME_BUDGET:g} s budget, "
@@ -138,18 +198,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_recipe_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--units", type=positive_int, nargs="+", metavar="N",
-                       help=f"stacked layer sizes ({DERIVED})")  # fmt: skip
+                       help="stacked layer sizes (default: one layer of "
+                       f"{RECIPE_UNITS[0]} units)")  # fmt: skip
     group.add_argument("--iterations", type=positive_int, metavar="N",
-                       help=f"gradient steps per run ({DERIVED})")  # fmt: skip
+                       help=f"gradient steps per run ({DERIVED}: 2000 up to 2048 estimation "
+                       "samples, else N/8 within 2000..10000)")  # fmt: skip
     group.add_argument("--window", type=window_length, metavar="N",
-                       help=f"training window length in samples ({DERIVED})")  # fmt: skip
+                       help=f"training window length in samples ({DERIVED}: the whole record "
+                       "up to 2048 samples (several experiments: the shortest), else 8 time "
+                       "constants of the linear model, a power of 2 in 128..1024)")  # fmt: skip
     group.add_argument("--batch-size", type=positive_int, metavar="N",
-                       help=f"windows per batch ({DERIVED})")  # fmt: skip
+                       help=f"windows per batch ({DERIVED}: 1 with the whole record, else "
+                       "8192 / window within 8..64)")  # fmt: skip
     group.add_argument("--learning-rate", type=positive_float, metavar="LR",
-                       help=f"initial learning rate ({DERIVED})")  # fmt: skip
+                       help="initial learning rate, multiplied by 0.3 at 50%% and 80%% of the run "
+                       f"(default: {RECIPE_LEARNING_RATE:g})")  # fmt: skip
     group.add_argument("--time-budget", type=positive_float, metavar="SECONDS",
-                       help="training time budget passed to the recipe (default: the "
-                       "recipe's)")  # fmt: skip
+                       help="seconds for all restarts of a model together (default: 100 + "
+                       "0.006 per estimation sample, at most 570)")  # fmt: skip
     group.add_argument("--restarts", type=positive_int, default=3, metavar="N",
                        help="runs to choose from on the validation record")  # fmt: skip
     group.add_argument("--selection", metavar="RULE",
@@ -160,8 +226,21 @@ def _add_recipe_arguments(group: argparse._ArgumentGroup) -> None:
                        help="also train GRU and LSTM models with the same recipe")  # fmt: skip
 
 
+def _merge_csv_options(args: argparse.Namespace) -> None:
+    """``--train-csv``/``--test-csv``: the one-file forms of ``--train``/``--test``."""
+    for old, new in (("train_csv", "train"), ("test_csv", "test")):
+        value = getattr(args, old)
+        if value is None:
+            continue
+        if getattr(args, new) is not None:
+            raise UsageError(f"--{old.replace('_', '-')} and --{new} name the same data; give one")
+        setattr(args, new, [value] if new == "train" else value)
+
+
 def _check_files(args: argparse.Namespace) -> None:
-    for option, path in (("--train-csv", args.train_csv), ("--test-csv", args.test_csv)):
+    files = [("--train", path) for path in args.train or ()]
+    files += [("--test", args.test), ("--val", args.val)]
+    for option, path in files:
         if path is not None and not os.path.isfile(path):
             raise UsageError(f"{option}: no such file: {path!r}")
     if args.data_path is not None and not os.path.exists(args.data_path):
@@ -170,11 +249,15 @@ def _check_files(args: argparse.Namespace) -> None:
 
 def check_arguments(args: argparse.Namespace) -> None:
     """Reject bad combinations (:class:`UsageError`) and apply ``--quick``'s caps."""
-    if (args.train_csv is None) != (args.test_csv is None):
-        raise UsageError("--train-csv and --test-csv go together")
+    _merge_csv_options(args)
+    if (args.train is None) != (args.test is None):
+        raise UsageError("--train and --test go together (your own estimation and test data)")
+    own = args.train is not None
+    if not own and (args.val is not None or args.columns is not None):
+        raise UsageError("--val and --columns go with --train and --test (your own files)")
     measured = args.dataset != "simulated-tanks"
-    if args.train_csv is not None and measured:
-        raise UsageError("--train-csv/--test-csv replace --dataset; give one or the other")
+    if own and measured:
+        raise UsageError("--train/--test replace --dataset; give one or the other")
     if measured and not args.data_path:
         raise UsageError(
             f"--dataset {args.dataset} needs --data-path (the benchmark's file or its folder)"
@@ -189,34 +272,48 @@ def check_arguments(args: argparse.Namespace) -> None:
         args.restarts = min(args.restarts, QUICK_RESTARTS)
 
 
-def _csv_data(args: argparse.Namespace):
+def own_data(args: argparse.Namespace):
+    """``--train`` (one experiment per file), ``--val`` or the end of the last, and ``--test``.
+
+    Raises ``ValueError`` or ``OSError`` (from the loaders) for a file that is
+    not a record.
+    """
     from keras_mgu import datasets
 
     def read(path: str):
-        return datasets.load_csv_records(path, args.inputs, args.outputs, ts=args.ts)
+        return datasets.load_record(
+            path, args.inputs, args.outputs, ts=args.ts, columns=args.columns
+        )
 
-    estimation, validation = read(args.train_csv).split(0.2)
-    return datasets.SysIdData(estimation, validation, read(args.test_csv))
+    experiments = datasets.join_experiments([read(path) for path in args.train])
+    if args.val is not None:
+        estimation, validation = experiments, read(args.val)
+    else:
+        estimation, validation = experiments.split(args.val_fraction)
+    return datasets.SysIdData(estimation, validation, read(args.test))
 
 
 def load_data(args: argparse.Namespace):
     """The estimation, validation and test records (a ``SysIdData``, physical units).
 
-    ``--train-csv``/``--test-csv`` (the estimation record's last 20% validates),
-    else the ``--dataset``: the built-in simulated tanks or a measured
-    benchmark read from ``--data-path`` by ``keras_mgu.datasets.load_benchmark``.
+    Your own files (:func:`own_data`), else the ``--dataset``: the built-in
+    simulated tanks or a measured benchmark read from ``--data-path`` by
+    ``keras_mgu.datasets.load_benchmark``. A file that cannot be read is a
+    :class:`DataError` (one line: file, line, column).
     """
     from keras_mgu import datasets
 
     try:
-        if args.train_csv:
-            return _csv_data(args)
+        if args.train:
+            return own_data(args)
         if args.dataset == "simulated-tanks":
             n_samples = QUICK_SAMPLES if args.quick else 1024
             return datasets.simulate_cascaded_tanks(n_samples=n_samples, seed=args.seed)
-        return datasets.load_benchmark(DATASETS[args.dataset], args.data_path)
+        return datasets.load_benchmark(
+            DATASETS[args.dataset], args.data_path, validation_fraction=args.val_fraction
+        )
     except (OSError, ValueError, ImportError) as err:
-        raise UsageError(f"cannot load the data: {err}") from err
+        raise DataError(" ".join(f"cannot load the data: {err}".split())) from err
 
 
 def benchmark_n_initial(args: argparse.Namespace, data: Any) -> int:
@@ -350,7 +447,7 @@ def _models(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def _data_name(args: argparse.Namespace) -> str:
-    return "csv" if args.train_csv else args.dataset
+    return "own files" if args.train else args.dataset
 
 
 def run_command(args: argparse.Namespace) -> int:

@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     search = parser.add_argument_group("search")
     search.add_argument("--space", metavar="JSON",
                         help='settings to search, e.g. \'{"units": [[16], [32]], "cell": '
-                        '["mgu", "gru"]}\' (default: keras_mgu.sysid.DEFAULT_SPACE)')  # fmt: skip
+                        '["mgu", "gru"]}\'; RecipeConfig fields, with \'_\' or \'-\' '
+                        '(default: keras_mgu.sysid.DEFAULT_SPACE)')  # fmt: skip
     search.add_argument("--max-trials", type=_identify.positive_int, default=16, metavar="N",
                         help="trials to run")  # fmt: skip
     search.add_argument("--search", choices=("random", "grid"), default="random",
@@ -63,6 +64,8 @@ def check_arguments(args: argparse.Namespace) -> None:
             args.space = json.loads(args.space)
         except json.JSONDecodeError as err:
             raise UsageError(f"--space is not JSON: {err}") from err
+        if isinstance(args.space, dict):  # "batch-size" names the field batch_size too
+            args.space = {str(k).replace("-", "_"): v for k, v in args.space.items()}
     if args.quick:
         args.max_trials = min(args.max_trials, QUICK_TRIALS)
 

@@ -9,6 +9,9 @@ any Keras backend.
 * :func:`simulate_cascaded_tanks`: a simulated two-tank plant resembling the
   public Cascaded Tanks benchmark (equations in its docstring and in
   :class:`TankParameters`).
+* :func:`load_record`: your own data from a ``.csv``/``.txt`` (any common
+  delimiter, with or without a header), ``.mat`` or ``.npz`` file;
+  :func:`join_experiments` puts several experiments into one record.
 * :func:`load_csv_records`, :func:`load_cascaded_tanks`, :func:`load_wh2009`,
   :func:`load_emps`, :func:`load_benchmark`, :func:`load_nonlinear_benchmark`:
   readers for measured data.
@@ -19,11 +22,15 @@ any Keras backend.
 
 Import these names from ``keras_mgu.datasets``; the modules they live in:
 
-* ``records``: :class:`Record`, :class:`SysIdData` and their input checks.
+* ``records``: :class:`Record`, :class:`SysIdData`, :func:`join_experiments`
+  and their input checks.
 * ``protocols``: :class:`Protocol`, :data:`PROTOCOLS` and :func:`get_protocol`.
 * ``simulator``: :class:`TankParameters`, :func:`simulate_tank_levels`,
   :func:`simulate_cascaded_tanks` and the multisine/steps excitations.
 * ``files``: :func:`load_csv_records` and the CSV table readers.
+* ``loaders``: :func:`load_record`, by suffix, over ``tables`` (column
+  selection and checks), ``text_files`` (delimited text) and ``array_files``
+  (``.mat``, ``.npz``).
 * ``benchmarks``: :func:`load_cascaded_tanks`, :func:`load_wh2009`,
   :func:`load_emps`, :func:`load_benchmark` and
   :func:`load_nonlinear_benchmark`.
@@ -42,9 +49,10 @@ from keras_mgu.datasets.benchmarks import (
     load_wh2009,
 )
 from keras_mgu.datasets.files import load_csv_records
+from keras_mgu.datasets.loaders import load_record
 from keras_mgu.datasets.preprocessing import Normalizer, make_windows
 from keras_mgu.datasets.protocols import PROTOCOLS, Protocol, get_protocol
-from keras_mgu.datasets.records import Record, SysIdData
+from keras_mgu.datasets.records import Record, SysIdData, join_experiments
 from keras_mgu.datasets.simulator import (
     TankParameters,
     simulate_cascaded_tanks,
@@ -59,11 +67,13 @@ __all__ = [
     "SysIdData",
     "TankParameters",
     "get_protocol",
+    "join_experiments",
     "load_benchmark",
     "load_cascaded_tanks",
     "load_csv_records",
     "load_emps",
     "load_nonlinear_benchmark",
+    "load_record",
     "load_wh2009",
     "make_windows",
     "simulate_cascaded_tanks",

@@ -327,13 +327,15 @@ def load_benchmark(
 
     ``name`` is ``"cascaded_tanks"`` (:func:`load_cascaded_tanks`),
     ``"wh2009"`` (:func:`load_wh2009`) or ``"emps"`` (:func:`load_emps`);
-    ``path`` and ``validation_fraction`` are passed on. The returned
-    :class:`SysIdData` carries the benchmark's protocol.
+    ``path`` and ``validation_fraction`` are passed on (``-`` in ``name``
+    reads as ``_``). The returned :class:`SysIdData` carries the benchmark's
+    protocol.
 
     Raises:
         ValueError: unknown ``name`` (the message lists the known ones), or
             any error of the loader.
     """
+    name = name.replace("-", "_") if isinstance(name, str) else name
     if name not in _FILE_LOADERS:
         raise ValueError(
             f"Unknown benchmark {name!r} for load_benchmark; expected one of "
@@ -418,11 +420,11 @@ def load_nonlinear_benchmark(
     """A benchmark from the optional ``nonlinear-benchmarks`` package.
 
     ``name`` is one of ``"cascaded_tanks"``, ``"silverbox"``,
-    ``"wiener_hammerstein"`` or ``"emps"``. The package's own train/test split
-    is kept: the validation record is the last ``validation_fraction`` of its
-    training record, the estimation record the rest; ``test_index`` picks the
-    test record where the package gives several (Silverbox: 0 multisine,
-    1 full arrow, 2 arrow without extrapolation). The package downloads the
+    ``"wiener_hammerstein"`` or ``"emps"`` (``-`` reads as ``_``). The
+    package's own train/test split is kept: the validation record is the last
+    ``validation_fraction`` of its training record, the estimation record the
+    rest; ``test_index`` picks the test record where the package gives several
+    (Silverbox: 0 multisine, 1 full arrow, 2 arrow without extrapolation). The package downloads the
     data on first use into its cache (``dir_placement`` overrides the cache
     folder).
 
@@ -442,6 +444,7 @@ def load_nonlinear_benchmark(
         ValueError: unknown ``name``, or an invalid
             ``state_initialization_window_length``.
     """
+    name = name.replace("-", "_") if isinstance(name, str) else name
     if name not in _BENCHMARK_LOADERS:
         raise ValueError(
             f"Unknown benchmark {name!r}; expected one of {sorted(_BENCHMARK_LOADERS)}."

@@ -155,11 +155,13 @@ PROTOCOLS: dict[str, Protocol] = {
 def get_protocol(name: str) -> Protocol:
     """The :class:`Protocol` registered under ``name`` in :data:`PROTOCOLS`.
 
+    ``"cascaded-tanks"`` names ``"cascaded_tanks"`` too (``-`` and ``_`` alike).
+
     Raises:
         ValueError: ``name`` is not a known benchmark (the message lists them).
     """
     try:
-        return PROTOCOLS[name]
+        return PROTOCOLS[name.replace("-", "_") if isinstance(name, str) else name]
     except (KeyError, TypeError):
         raise ValueError(
             f"Unknown benchmark protocol {name!r}; expected one of {sorted(PROTOCOLS)}."

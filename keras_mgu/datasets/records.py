@@ -1,7 +1,9 @@
 """Records: one input/output experiment and the estimation/validation/test triple.
 
 * :class:`Record`: one experiment, ``u`` ``(N, n_inputs)`` and ``y``
-  ``(N, n_outputs)`` sampled every ``ts`` seconds.
+  ``(N, n_outputs)`` sampled every ``ts`` seconds, or several experiments
+  end to end (:func:`join_experiments`; ``boundaries`` says where each
+  starts).
 * :class:`SysIdData`: the estimation, validation and test records of one
   system.
 
@@ -13,13 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from keras_mgu.datasets.protocols import Protocol
 
-__all__ = ["Record", "SysIdData"]
+__all__ = ["Record", "SysIdData", "join_experiments"]
 
 
 def _as_signal(name: str, value: Any) -> np.ndarray:
@@ -71,6 +74,21 @@ def _check_ts(ts: Any) -> float:
     return value
 
 
+def _check_boundaries(boundaries: Any, n_samples: int) -> tuple[int, ...]:
+    try:
+        values = tuple(int(b) for b in boundaries)
+    except (TypeError, ValueError):
+        values = None
+    if values is None or any(
+        not 0 < b < n_samples or (k and b <= values[k - 1]) for k, b in enumerate(values)
+    ):
+        raise ValueError(
+            f"`boundaries` must be increasing sample indices in (0, {n_samples}); received "
+            f"{boundaries!r}."
+        )
+    return values
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Record:
     """One input/output experiment sampled with period ``ts``.
@@ -83,10 +101,16 @@ class Record:
         input_names, output_names: One name per channel; empty means
             ``("u0", "u1", ...)`` / ``("y0", ...)``.
         name: Free-form label.
+        boundaries: Samples at which a new experiment starts, for several
+            experiments end to end (:func:`join_experiments`); ``()``: one
+            experiment. Each experiment starts from a state of its own, not
+            where the one before it ended: training windows do not cross a
+            boundary.
 
     The arrays are converted to float64 copies. Raises ``ValueError`` when an
     array is not 2-D, the lengths differ, a value is not finite, ``ts`` is not
-    positive or the names do not match the channels.
+    positive, the names do not match the channels or the boundaries are not
+    increasing samples inside the record.
     """
 
     u: np.ndarray
@@ -95,6 +119,7 @@ class Record:
     input_names: tuple[str, ...] = ()
     output_names: tuple[str, ...] = ()
     name: str = ""
+    boundaries: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         u = _as_signal("u", self.u)
@@ -114,6 +139,7 @@ class Record:
             self, "output_names", _as_names("output_names", self.output_names, y.shape[1], "y")
         )
         object.__setattr__(self, "name", str(self.name))
+        object.__setattr__(self, "boundaries", _check_boundaries(self.boundaries, u.shape[0]))
 
     @property
     def n_samples(self) -> int:
@@ -128,21 +154,33 @@ class Record:
         return int(self.y.shape[1])
 
     @property
+    def experiments(self) -> list[tuple[int, int]]:
+        """``(start, stop)`` samples of each experiment (one pair without boundaries)."""
+        edges = [0, *self.boundaries, self.n_samples]
+        return list(zip(edges[:-1], edges[1:]))
+
+    @property
     def time(self) -> np.ndarray:
         """Sample instants ``k * ts``, shape ``(N,)``."""
         return np.arange(self.n_samples) * self.ts
 
     def slice(self, start: int | None = None, stop: int | None = None, name: str | None = None):
-        """The samples ``[start:stop]`` as a new :class:`Record`."""
+        """The samples ``[start:stop]`` as a new :class:`Record` (the boundaries inside kept)."""
+        first, last, _ = slice(start, stop).indices(self.n_samples)
         return dataclasses.replace(
             self,
             u=self.u[start:stop],
             y=self.y[start:stop],
             name=self.name if name is None else name,
+            boundaries=tuple(b - first for b in self.boundaries if first < b < last),
         )
 
     def split(self, validation_fraction: float) -> tuple[Record, Record]:
-        """Split into ``(first part, last validation_fraction of the samples)``."""
+        """Split into ``(first part, last validation_fraction of the samples)``.
+
+        With several experiments the validation part is cut from the end of
+        the last one, and must not reach into the one before.
+        """
         fraction = float(validation_fraction)
         if not 0.0 < fraction < 1.0:
             raise ValueError(
@@ -154,7 +192,56 @@ class Record:
                 f"validation_fraction={fraction} of {self.n_samples} samples leaves an empty part."
             )
         cut = self.n_samples - n_val
+        last_start = self.experiments[-1][0]
+        if cut < last_start:
+            raise ValueError(
+                f"validation_fraction={fraction} of {self.n_samples} samples is {n_val} samples, "
+                f"more than the last experiment's {self.n_samples - last_start}; expected a "
+                "validation part within the last experiment (give a smaller fraction or a "
+                "validation record of its own)."
+            )
         return self.slice(0, cut), self.slice(cut, None)
+
+
+def join_experiments(records: Sequence[Record], name: str | None = None) -> Record:
+    """Several experiments of one system as one :class:`Record` with ``boundaries``.
+
+    The records must have the same channels and sampling period; the result
+    keeps the first one's channel names (and name, unless ``name`` is given).
+    One record is returned as it is.
+    """
+    records = list(records)
+    if not records or not all(isinstance(r, Record) for r in records):
+        raise TypeError("`records` must be a non-empty sequence of Record objects.")
+    first = records[0]
+    for rec in records[1:]:
+        if (rec.n_inputs, rec.n_outputs) != (first.n_inputs, first.n_outputs):
+            raise ValueError(
+                f"Experiment {rec.name!r} has {rec.n_inputs} input(s) and {rec.n_outputs} "
+                f"output(s) but {first.name!r} has {first.n_inputs} and {first.n_outputs}; "
+                "expected the same channels in every experiment."
+            )
+        if not math.isclose(rec.ts, first.ts, rel_tol=1e-9):
+            raise ValueError(
+                f"Experiment {rec.name!r} is sampled every {rec.ts} s but {first.name!r} every "
+                f"{first.ts} s; expected one sampling period."
+            )
+    if len(records) == 1 and name is None:
+        return first
+    starts = np.cumsum([0] + [r.n_samples for r in records])
+    boundaries = [
+        int(start + b)
+        for rec, start in zip(records, starts[:-1])
+        for b in (0, *rec.boundaries)
+        if start + b > 0
+    ]
+    return dataclasses.replace(
+        first,
+        u=np.concatenate([r.u for r in records]),
+        y=np.concatenate([r.y for r in records]),
+        name=first.name if name is None else name,
+        boundaries=tuple(boundaries),
+    )
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -21,6 +21,11 @@ validation                  continues the estimation record        on its own, f
                                                                    ``n`` samples
 time budget (all restarts)  ``100 s + 6 ms * N``, at most 570 s    (same)
 ==========================  =====================================  ==========================
+
+An estimation record of several experiments (``Record.boundaries``) caps the
+window at its shortest experiment (a short record trains on windows of that
+length instead of the whole record), and its validation record is scored on
+its own: no experiment continues another.
 """
 
 from __future__ import annotations
@@ -179,6 +184,7 @@ class RecipeConfig:
         n_initial: int | None = None,
         time_constant: float | None = None,
         linear_prior: bool | None = None,
+        shortest_experiment: int | None = None,
     ) -> RecipeConfig:
         """A copy with every ``None`` field set for an ``n_samples`` estimation record.
 
@@ -189,12 +195,16 @@ class RecipeConfig:
                 (``None``: unknown; ``inf``: an integrator).
             linear_prior: Whether the linear model is used (when the config
                 leaves it to the data).
+            shortest_experiment: Samples of the shortest experiment when the
+                record holds several (``None``: one experiment).
         """
+        several = shortest_experiment is not None and shortest_experiment < n_samples
         whole = self.window is None and n_samples <= WHOLE_RECORD_MAX
         state = self.initial_state or ("learned" if whole else "encoder")
         lag = self.n_initial or n_initial or DEFAULT_N_INITIAL
         history = lag if state == "encoder" else 0
-        window = self._window(n_samples, whole, history, time_constant)
+        span = shortest_experiment if several else n_samples
+        window = self._window(span, whole, history, time_constant, several)
         iterations = self.iterations or _iterations(n_samples, whole)
         washout = window // 4 if self.washout is None else self.washout
         if isinstance(washout, bool) or not isinstance(washout, int) or not 0 <= washout < window:
@@ -217,21 +227,25 @@ class RecipeConfig:
             batch_size=self.batch_size or (1 if whole else _batch(window)),
             washout=washout,
             validation_continues=(
-                state == "learned" if self.validation_continues is None
+                state == "learned" and not several if self.validation_continues is None
                 else self.validation_continues
             ),
             time_budget=self.time_budget or default_time_budget(n_samples),
         )  # fmt: skip
 
-    def _window(self, n_samples: int, whole: bool, history: int, tau: float | None) -> int:
+    def _window(
+        self, n_samples: int, whole: bool, history: int, tau: float | None, several: bool
+    ) -> int:
+        """The window for ``n_samples`` (the shortest experiment's, with ``several``)."""
         room = n_samples - history
+        record = "shortest estimation experiment" if several else "estimation record"
         if self.window is not None:
             window = self.window
             if isinstance(window, bool) or not isinstance(window, int) or window < 2:
                 raise ValueError(f"`window` must be an integer >= 2; received {window!r}.")
             if window > room:
                 raise ValueError(
-                    f"The estimation record has {n_samples} samples, fewer than the training "
+                    f"The {record} has {n_samples} samples, fewer than the training "
                     f"window of {window} (plus {history} encoder samples); choose a window of "
                     f"at most {room} samples (or None)."
                 )

@@ -68,7 +68,10 @@ class SignalPath:
     def record(self, record: Record) -> Record:
         """``record`` as the network sees it, the linear model at rest at its first output."""
         x, y_lin = self.inputs(record.u, record.y[0])
-        return Record(x, self.targets(record.y, y_lin), record.ts, name=record.name)
+        return Record(
+            x, self.targets(record.y, y_lin), record.ts, name=record.name,
+            boundaries=record.boundaries,
+        )  # fmt: skip
 
 
 def _check_signal(name: str, value: Any, channels: int) -> np.ndarray:

@@ -27,7 +27,7 @@ from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.identification import Identification, SignalPath
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.population import Member, population_groups, train_population
-from keras_mgu.sysid.run import RunResult, train_simulator
+from keras_mgu.sysid.run import RunResult, shortest, train_simulator
 from keras_mgu.sysid.selection import error_rmse, select
 
 __all__ = ["RunResult", "Structure", "identify", "structures", "train_simulator"]
@@ -39,8 +39,11 @@ def _network_records(path: SignalPath, data: SysIdData, continues: bool) -> tupl
     if not continues:
         return path.record(est), path.record(val)
     joined = path.record(
-        Record(np.concatenate([est.u, val.u]), np.concatenate([est.y, val.y]), est.ts)
-    )
+        Record(
+            np.concatenate([est.u, val.u]), np.concatenate([est.y, val.y]), est.ts,
+            boundaries=est.boundaries,
+        )
+    )  # fmt: skip
     return joined.slice(0, est.n_samples), joined.slice(est.n_samples, None)
 
 
@@ -66,13 +69,23 @@ def structures(data: SysIdData, config: RecipeConfig) -> tuple[list[Structure], 
     ``config.linear_prior`` ``None`` both structures are tried where it
     explains the validation record
     (:func:`~keras_mgu.sysid.linear.select_linear_model`), else the network
-    alone; ``True`` or ``False`` force one.
+    alone; ``True`` or ``False`` force one. An estimation record of several
+    experiments (``Record.boundaries``) trains the network alone (``True``
+    is refused): the linear model is fitted and simulated on one experiment.
     """
     outer = Normalizer.fit(data.estimation)
     est, val = outer.transform(data.estimation), outer.transform(data.validation)
     n, lag = est.n_samples, data.n_initial
-    plain = Structure("network", SignalPath(outer), config.resolved(n, lag, linear_prior=False))
-    if config.linear_prior is False:
+    several = {"shortest_experiment": shortest(est)}
+    plain = Structure(
+        "network", SignalPath(outer), config.resolved(n, lag, linear_prior=False, **several)
+    )
+    if len(est.experiments) > 1 and config.linear_prior:
+        raise ValueError(
+            "`linear_prior=True` needs one estimation experiment: the linear model is fitted "
+            f"and simulated on one record, and this one holds {len(est.experiments)}."
+        )
+    if config.linear_prior is False or len(est.experiments) > 1:
         return [plain], []
     continues = plain.config.validation_continues
     linear, table = select_linear_model(est, val, continues=continues)
@@ -82,7 +95,9 @@ def structures(data: SysIdData, config: RecipeConfig) -> tuple[list[Structure], 
         return [plain], table
     y_lin = linear.simulate(est.u, est.y[0])
     inner = Normalizer.fit(Record(np.concatenate([est.u, y_lin], axis=1), est.y - y_lin))
-    resolved = config.resolved(n, lag, time_constant=linear.time_constant, linear_prior=True)
+    resolved = config.resolved(
+        n, lag, time_constant=linear.time_constant, linear_prior=True, **several
+    )
     prior = Structure("linear+network", SignalPath(outer, linear, inner), resolved)
     return ([prior] if config.linear_prior else [plain, prior]), table
 

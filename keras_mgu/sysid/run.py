@@ -39,6 +39,7 @@ __all__ = [
     "build_run_model",
     "run_optimizer",
     "run_schedule",
+    "shortest",
     "train_simulator",
     "training_windows",
     "validation_data",
@@ -82,6 +83,11 @@ def _check_record(record: Any, what: str, min_samples: int = 2) -> Record:
     return record
 
 
+def shortest(record: Record) -> int:
+    """Samples of the shortest experiment of ``record``."""
+    return min(stop - start for start, stop in record.experiments)
+
+
 def validation_data(estimation: Record, validation: Record, config: RecipeConfig):
     """``(x, y, weights)``: one sequence whose weighted free-run RMSE is the validation score.
 
@@ -119,6 +125,7 @@ def training_windows(estimation: Record, config: RecipeConfig, seed: int) -> Tra
     return TrainingWindows(
         estimation.u, estimation.y, config.window, config.batch_size,
         config.steps_per_epoch, config.washout, seed=seed, history=history,
+        boundaries=estimation.boundaries,
     )  # fmt: skip
 
 
@@ -167,7 +174,7 @@ def train_simulator(
         time_budget: Seconds for this run (default: the config's budget).
     """
     n = _check_record(estimation, "estimation").n_samples
-    config = (config or RecipeConfig()).resolved(n)
+    config = (config or RecipeConfig()).resolved(n, shortest_experiment=shortest(estimation))
     _check_record(validation, "validation", min_samples=1)
     model = build_run_model(estimation, config, seed)
     optimizer = run_optimizer(config)

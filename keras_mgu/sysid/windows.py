@@ -24,9 +24,21 @@ With ``history=n`` (models with an encoder, see
      u (batch_size, window, n_inputs)), y (batch_size, window, n_outputs), w
 
 Every window then starts from its estimated state and is scored in full.
+
+A record of several experiments end to end (``boundaries``, the samples at
+which each experiment after the first starts; see
+:func:`keras_mgu.datasets.join_experiments`) gives windows that lie inside
+one experiment, history included: none crosses a boundary. Every start
+inside an experiment is equally likely, so each experiment gives windows in
+proportion to its length; the window is at most the shortest experiment
+(less ``history``). A window that starts at a later experiment's first
+sample starts from the learned state, which is the first experiment's, so it
+gets the washout too.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import keras
 import numpy as np
@@ -57,6 +69,8 @@ class TrainingWindows(keras.utils.PyDataset):
             on every run and backend.
         history: Samples before each window given to the model's encoder
             (0: none; the model starts from its learned state).
+        boundaries: Samples at which a new experiment starts (``()``: one
+            experiment); no window, history included, crosses one.
     """
 
     def __init__(
@@ -70,6 +84,7 @@ class TrainingWindows(keras.utils.PyDataset):
         start_fraction: float = 0.1,
         seed: int = 0,
         history: int = 0,
+        boundaries: Sequence[int] = (),
     ) -> None:
         super().__init__()
         self.u = np.asarray(u, dtype="float32")
@@ -88,12 +103,21 @@ class TrainingWindows(keras.utils.PyDataset):
         if isinstance(history, bool) or not isinstance(history, (int, np.integer)) or history < 0:
             raise ValueError(f"`history` must be an integer >= 0; received {history!r}.")
         self.history = int(history)
-        if self.history and self.history + int(window) > n:
+        edges = [0, *(int(b) for b in boundaries), n]
+        if any(b <= a for a, b in zip(edges[:-1], edges[1:])):
             raise ValueError(
-                f"The record has {n} samples, fewer than history {history} + window {window}."
+                f"`boundaries` must be increasing samples in (0, {n}); received {boundaries!r}."
             )
-        n -= self.history
-        self.window = min(_positive_int("window", window), n)
+        #: ``(start, stop)`` of each experiment.
+        self.experiments = list(zip(edges[:-1], edges[1:]))
+        shortest = min(b - a for a, b in self.experiments)
+        if self.history and self.history + int(window) > shortest:
+            what = "record" if len(self.experiments) == 1 else "shortest experiment"
+            raise ValueError(
+                f"The {what} has {shortest} samples, fewer than history {history} + window "
+                f"{window}."
+            )
+        self.window = min(_positive_int("window", window), shortest - self.history)
         self.whole_record = self.window == n and not self.history
         self.batch_size = 1 if self.whole_record else _positive_int("batch_size", batch_size)
         self.steps_per_epoch = _positive_int("steps_per_epoch", steps_per_epoch)
@@ -123,11 +147,19 @@ class TrainingWindows(keras.utils.PyDataset):
         if self.whole_record:
             return np.zeros(1, dtype=np.int64)
         rng = np.random.default_rng([self.seed, self.epoch, index])
-        last = len(self.u) - self.history - self.window
-        starts = rng.integers(0, last + 1, size=self.batch_size) + self.history
+        starts = self._draw(rng)
         if not self.history:
             starts[rng.random(self.batch_size) < self.start_fraction] = 0
         return starts
+
+    def _draw(self, rng: np.random.Generator) -> np.ndarray:
+        """``batch_size`` starts, uniform over every window inside one experiment."""
+        first = np.array([a + self.history for a, _ in self.experiments])
+        counts = np.array([b - self.window for _, b in self.experiments]) - first + 1
+        offsets = rng.integers(0, counts.sum(), size=self.batch_size)
+        ends = np.cumsum(counts)
+        experiment = np.searchsorted(ends, offsets, side="right")
+        return first[experiment] + offsets - (ends - counts)[experiment]
 
     def __getitem__(self, index: int) -> tuple:
         starts = self.starts(index)

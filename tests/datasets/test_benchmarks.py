@@ -297,6 +297,7 @@ def test_load_benchmark_by_name(tmp_path, shared_data_dir):
     write_file(folder / "dataBenchmark.csv", text)
     d = load_benchmark("cascaded_tanks", folder, validation_fraction=0.25)
     assert d.validation.n_samples == 5 and d.protocol.name == "cascaded_tanks"
+    assert load_benchmark("cascaded-tanks", folder).protocol.name == "cascaded_tanks"
     shutil.rmtree(folder)
     with pytest.raises(FileNotFoundError):
         load_benchmark("cascaded_tanks", folder)

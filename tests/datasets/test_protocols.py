@@ -52,6 +52,10 @@ def test_wh2009_splits_and_published_values():
     assert PROTOCOLS["ced"].published == ()
 
 
+def test_get_protocol_reads_hyphens_as_underscores():
+    assert get_protocol("cascaded-tanks") is get_protocol("cascaded_tanks")
+
+
 def test_get_protocol_unknown_name():
     with pytest.raises(ValueError, match=r"Unknown benchmark protocol 'f16'.*'cascaded_tanks'"):
         get_protocol("f16")

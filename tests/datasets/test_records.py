@@ -8,6 +8,7 @@ import pytest
 from keras_mgu.datasets import (
     Record,
     SysIdData,
+    join_experiments,
 )
 from tests.helpers import BACKEND_INDEPENDENT
 
@@ -66,3 +67,48 @@ def test_sysid_data_checks_records():
         SysIdData(a, a, b)
     with pytest.raises(TypeError, match="validation.*Record"):
         SysIdData(a, np.zeros((4, 1)), a)
+
+
+def ramp(n: int, start: float = 0.0, name: str = "") -> Record:
+    t = start + np.arange(n, dtype=float)[:, None]
+    return Record(t, -t, ts=0.5, name=name)
+
+
+def test_join_experiments_keeps_where_each_starts():
+    joined = join_experiments([ramp(4, name="a"), ramp(3, 100), ramp(5, 200)], name="all")
+    assert joined.boundaries == (4, 7) and joined.name == "all" and joined.n_samples == 12
+    assert joined.experiments == [(0, 4), (4, 7), (7, 12)]
+    np.testing.assert_array_equal(joined.u[4:7, 0], [100, 101, 102])
+    # experiments of experiments: the inner boundaries move with their record
+    assert join_experiments([ramp(2), joined]).boundaries == (2, 6, 9)
+    # slices keep the boundaries inside them, shifted
+    assert joined.slice(2, 10).boundaries == (2, 5) and joined.slice(4, 7).boundaries == ()
+    assert joined.slice(-6).boundaries == (1,)
+    single = ramp(3)
+    assert join_experiments([single]) is single and single.experiments == [(0, 3)]
+
+
+def test_split_of_several_experiments_cuts_the_last_one():
+    joined = join_experiments([ramp(6), ramp(4, 100)])
+    est, val = joined.split(0.3)  # 3 samples, from the 4 of the last experiment
+    assert est.boundaries == (6,) and est.n_samples == 7 and val.boundaries == ()
+    np.testing.assert_array_equal(val.u[:, 0], [101, 102, 103])
+    est, val = joined.split(0.4)  # exactly the last experiment
+    assert est.boundaries == () and est.n_samples == 6 and val.u[0, 0] == 100
+    with pytest.raises(ValueError, match="more than the last experiment's 4"):
+        joined.split(0.5)
+
+
+@pytest.mark.parametrize("boundaries", [(0,), (5,), (3, 2), (2, 2), ("x",)])
+def test_boundaries_must_be_increasing_samples_inside(boundaries):
+    with pytest.raises(ValueError, match="`boundaries` must be increasing sample indices"):
+        Record(np.zeros((5, 1)), np.zeros((5, 1)), boundaries=boundaries)
+
+
+def test_join_experiments_refuses_other_channels_or_period():
+    with pytest.raises(ValueError, match="expected the same channels"):
+        join_experiments([ramp(3), Record(np.zeros((3, 2)), np.zeros((3, 1)))])
+    with pytest.raises(ValueError, match="expected one sampling period"):
+        join_experiments([ramp(3), Record(np.zeros((3, 1)), np.zeros((3, 1)), ts=1.0)])
+    with pytest.raises(TypeError, match="non-empty sequence of Record"):
+        join_experiments([])

@@ -36,6 +36,30 @@ def test_defaults_follow_from_the_record():
     assert RecipeConfig(initial_state="learned").resolved(5000).validation_continues
 
 
+def test_several_experiments_cap_the_window_and_validate_apart():
+    """Experiments of 300 and 520 samples: windows fit the shorter; no continuing validation."""
+    short = RecipeConfig().resolved(820, shortest_experiment=300)
+    assert (short.window, short.batch_size, short.initial_state) == (300, 1, "learned")
+    assert short.washout == 75 and short.validation_continues is False
+    long = RecipeConfig().resolved(
+        80_000, n_initial=50, time_constant=30.0, shortest_experiment=200
+    )
+    assert long.window == 150 and long.initial_state == "encoder"  # 200 less the encoder's 50
+    with pytest.raises(ValueError, match="shortest estimation experiment has 300 samples"):
+        RecipeConfig(window=400).resolved(820, shortest_experiment=300)
+
+
+def test_identify_on_several_experiments_trains_the_network_alone(tanks):
+    est = datasets.join_experiments([tanks.estimation.slice(0, 60), tanks.estimation.slice(60)])
+    data = SysIdData(est, tanks.validation, tanks.test)
+    found = identify(data, TINY, restarts=1)
+    run = found.runs[found.best]
+    assert run.structure == "network" and run.config.window == 60
+    assert not run.config.validation_continues
+    with pytest.raises(ValueError, match="`linear_prior=True` needs one estimation experiment"):
+        identify(data, dataclasses.replace(TINY, linear_prior=True), restarts=1)
+
+
 def test_settings_given_are_kept():
     given = RecipeConfig(units=16, iterations=7, weight_decay=0.0, batch_size=3, time_budget=9.0)
     resolved = given.resolved(50_000, time_constant=2.0)

@@ -100,3 +100,51 @@ def test_history_longer_than_the_record_is_refused():
         TrainingWindows(u, y, window=40, history=20)
     with pytest.raises(ValueError, match="history"):
         TrainingWindows(u, y, window=10, history=-1)
+
+
+@pytest.mark.parametrize("history", [0, 3])
+def test_no_window_crosses_an_experiment_boundary(history):
+    """Experiments of 30, 12 and 50 samples: every window (and its history) lies in one."""
+    boundaries = (30, 42)
+    u, y = record(92)
+    windows = TrainingWindows(
+        u, y, window=8, batch_size=64, washout=2, seed=1, history=history, boundaries=boundaries
+    )
+    edges = [0, *boundaries, 92]
+    seen = set()
+    for _epoch in range(5):
+        for index in range(len(windows)):
+            for s in windows.starts(index):
+                k = next(k for k in range(3) if edges[k] <= s < edges[k + 1])
+                assert edges[k] <= s - history and s + 8 <= edges[k + 1], (s, k)
+                seen.add(k)
+        windows.on_epoch_end()
+    assert seen == {0, 1, 2}  # windows are drawn from every experiment
+    batch = windows[0]
+    x, w = (batch[0][2], batch[2]) if history else (batch[0], batch[2])
+    starts = windows.starts(0)
+    for i, s in enumerate(starts):  # the windows are the record's samples from their start
+        np.testing.assert_array_equal(x[i, :, 0], np.arange(s, s + 8))
+        if history:
+            np.testing.assert_array_equal(batch[0][0][i, :, 0], np.arange(s - history, s))
+    if not history:  # a later experiment's start is not the learned state: washout there too
+        np.testing.assert_array_equal(w[starts > 0, :2], 0.0)
+
+
+def test_several_experiments_cap_the_window_at_the_shortest():
+    u, y = record(100)
+    windows = TrainingWindows(u, y, window=500, batch_size=4, boundaries=(60,))
+    assert windows.window == 40 and not windows.whole_record
+    assert set(windows.starts(0)) <= {0, 60, *range(0, 21)}
+    with pytest.raises(ValueError, match="shortest experiment has 40 samples"):
+        TrainingWindows(u, y, window=38, history=5, boundaries=(60,))
+    with pytest.raises(ValueError, match="`boundaries` must be increasing"):
+        TrainingWindows(u, y, window=10, boundaries=(60, 60))
+
+
+def test_one_experiment_draws_as_before():
+    """Without boundaries the starts are those of one uniform draw over the record."""
+    u, y = record()
+    windows = TrainingWindows(u, y, window=10, batch_size=6, seed=4, history=2)
+    rng = np.random.default_rng([4, 0, 3])
+    np.testing.assert_array_equal(windows.starts(3), rng.integers(0, 100 - 2 - 10 + 1, 6) + 2)

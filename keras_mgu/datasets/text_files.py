@@ -1,0 +1,126 @@
+"""Delimited text files: comma, semicolon, tab or whitespace, with or without a header.
+
+:func:`read_text_table` reads what spreadsheets and MATLAB's ``writematrix``
+or ``writetable`` write: one row per sample, numbers with a decimal point.
+
+* Delimiter: the first non-blank line decides; it is ``;`` if that line has
+  one, else a tab, else ``,``, else runs of spaces and tabs.
+* Header: the first non-blank line is a header row when one of its cells is
+  not a number; otherwise every line is data and the columns are known by
+  their 0-based index (or the names given with ``columns``).
+* Every row must have as many cells as the first; blank lines are skipped;
+  spaces around cells are stripped.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+
+import numpy as np
+
+from keras_mgu.datasets.tables import Table
+
+__all__ = ["TextTable", "detect_delimiter", "read_text_table"]
+
+#: Delimiters tried, in order, on the first non-blank line (``None``: whitespace).
+DELIMITERS = (";", "\t", ",")
+_DECIMAL_COMMA = re.compile(r"^[-+]?\d*,\d+$")
+
+
+def detect_delimiter(line: str) -> str | None:
+    """The delimiter of a file whose first non-blank line is ``line`` (``None``: whitespace)."""
+    return next((d for d in DELIMITERS if d in line), None)
+
+
+def _split(line: str, delimiter: str | None) -> list[str]:
+    if delimiter is None:
+        return line.split()
+    return [cell.strip() for cell in next(csv.reader([line], delimiter=delimiter))]
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+class TextTable(Table):
+    """The cells of a delimited text file, with the line each row came from."""
+
+    def __init__(self, path: str, names, rows: list[tuple[int, list[str]]], header: bool):
+        super().__init__(path, names, header_row=header)
+        self.rows = rows
+        self._n_columns = len(names) if names is not None else len(rows[0][1])
+
+    @property
+    def n_columns(self) -> int:
+        return self._n_columns
+
+    def values(self, index: int) -> np.ndarray:
+        out = np.empty(len(self.rows))
+        for k, (line, cells) in enumerate(self.rows):
+            out[k] = self._number(cells[index], line, index)
+        return out
+
+    def _number(self, cell: str, line: int, index: int) -> float:
+        where = f"{self.path}, line {line}, {self.column_label(index)}"
+        if not cell:
+            raise ValueError(f"{where}: empty cell; expected a number.")
+        try:
+            value = float(cell)
+        except ValueError:
+            hint = (
+                "; decimal commas are not read, write 1.5, not 1,5"
+                if (_DECIMAL_COMMA.match(cell))
+                else ""
+            )
+            raise ValueError(f"{where}: {cell!r} is not a number{hint}.") from None
+        if not math.isfinite(value):
+            raise ValueError(
+                f"{where}: {cell!r} is not a finite number; expected finite values only "
+                "(fill or cut out the gap)."
+            )
+        return value
+
+
+def read_text_table(path: str) -> TextTable:
+    """The header (if any) and rows of the delimited text file ``path``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file is empty, has a header but no data rows, or a row
+            with another number of cells than the first (file and line named).
+    """
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        lines = [(k, text) for k, text in enumerate(f.read().splitlines(), 1) if text.strip()]
+    if not lines:
+        raise ValueError(
+            f"{path} is empty; expected rows of numbers, one per sample, with or without a "
+            "header row."
+        )
+    delimiter = detect_delimiter(lines[0][1])
+    rows = [(k, _split(text, delimiter)) for k, text in lines]
+    header = not all(_is_number(cell) for cell in rows[0][1])
+    names = rows.pop(0)[1] if header else None
+    if not rows:
+        raise ValueError(f"{path} has a header row ({', '.join(names)}) but no data rows.")
+    expected, first_line = len(names if header else rows[0][1]), lines[0][0]
+    for line, cells in rows:
+        if len(cells) != expected:
+            raise ValueError(
+                f"{path}, line {line}: {len(cells)} cell(s), but line {first_line} has "
+                f"{expected}; expected {expected} {_SEPARATED[delimiter]} cells on every row."
+            )
+    return TextTable(path, names, rows, header)
+
+
+_SEPARATED = {
+    ";": "semicolon-separated",
+    "\t": "tab-separated",
+    ",": "comma-separated",
+    None: "whitespace-separated",
+}

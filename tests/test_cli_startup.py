@@ -1,0 +1,147 @@
+"""The ``keras-mgu`` command line starts quickly and quietly.
+
+``--help`` and usage errors import neither Keras nor a backend; a backend
+that is not installed is one line naming what to install; the backends'
+start-up lines are hidden unless ``--verbose``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import keras_mgu.cli
+from keras_mgu.cli import backends, main
+from tests.helpers import BACKEND_INDEPENDENT
+
+pytestmark = BACKEND_INDEPENDENT
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+HEAVY = ("keras", "tensorflow", "jax", "torch")
+#: Runs ``python -m keras_mgu ARGV...`` in this process, then prints the heavy modules loaded.
+PROBE = f"""
+import json, runpy, sys
+sys.argv = ["keras-mgu", *sys.argv[1:]]
+code = None
+try:
+    runpy.run_module("keras_mgu", run_name="__main__", alter_sys=True)
+except SystemExit as exit:
+    code = exit.code
+print(json.dumps([[m for m in {list(HEAVY)!r} if m in sys.modules], code]))
+"""
+
+
+def child_env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TF_CPP_MIN_LOG_LEVEL")}
+    env.pop("KERAS_MGU_CLI_RESTARTED", None)
+    return {**env, "PYTHONPATH": ROOT, **extra}
+
+
+def probe(*argv: str) -> tuple[list[str], int, str]:
+    """The heavy modules ``keras-mgu ARGV`` loaded, its exit code and its stderr."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=ROOT,
+        env=child_env(), timeout=120,
+    )  # fmt: skip
+    assert done.stdout.strip(), done.stderr[-2000:]
+    loaded, code = json.loads(done.stdout.strip().splitlines()[-1])
+    return loaded, code, done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv, code",
+    [
+        (["--help"], 0),
+        (["identify", "--help"], 0),
+        (["tune", "--help"], 0),
+        (["identify", "--units", "0"], 2),
+        (["identify", "--dataset", "wh2009"], 2),
+    ],
+)
+def test_help_and_usage_errors_import_no_backend(argv, code):
+    loaded, status, err = probe(*argv)
+    assert loaded == [] and status == code, err[-2000:]
+
+
+def test_package_names_load_on_first_use_and_register_with_keras():
+    """``import keras_mgu`` loads nothing heavy; ``import keras`` after it registers the classes.
+
+    So ``keras.saving.load_model`` finds ``keras_mgu>MGU`` after ``import
+    keras_mgu``, whichever of the two was imported first.
+    """
+    script = (
+        "import importlib.util, sys, keras_mgu\n"
+        "names = dir(keras_mgu)\n"
+        "assert set(keras_mgu.__all__) <= set(names), names\n"
+        "assert importlib.util.find_spec('keras')\n"
+        "assert not {'keras', 'keras_mgu.layer'} & set(sys.modules)\n"
+        "import keras\n"
+        "mgu = keras.saving.get_registered_object('keras_mgu>MGU')\n"
+        "assert keras.saving.get_registered_object('keras_mgu>Normalizer')\n"
+        "from keras_mgu import MGU, sysid\n"
+        "assert mgu is MGU is keras_mgu.MGU and sysid.identify\n"
+        "print('OK')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT,
+        env=child_env(TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND="jax"), timeout=300,
+    )  # fmt: skip
+    assert done.stdout.strip() == "OK", done.stderr[-3000:]
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        keras_mgu.nothing  # noqa: B018
+
+
+@pytest.mark.parametrize(
+    "backend, install",
+    [("jax", 'pip install "keras-mgu[jax]"'), ("torch", 'pip install "keras-mgu[torch]"')],
+)
+def test_missing_backend_is_one_line_naming_the_extra(
+    monkeypatch, capsys, tmp_path, backend, install
+):
+    real = backends.importlib.util.find_spec
+    monkeypatch.setattr(
+        backends.importlib.util, "find_spec", lambda name: None if name == backend else real(name)
+    )
+    called = []
+    monkeypatch.setattr(keras_mgu.cli.subprocess, "call", lambda *a, **k: called.append(a) or 0)
+    argv = ["identify", "--quick", "--backend", backend, "--out", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"keras-mgu identify: error: --backend {backend}: the {backend} backend is not "
+        f"installed; install it with: {install}\n"
+    )
+    assert not called and not (tmp_path / "results.json").exists()
+    monkeypatch.setenv("KERAS_BACKEND", backend)  # the same from the environment
+    assert main(argv[:2] + argv[4:]) == 2
+    assert f"KERAS_BACKEND {backend}: the {backend} backend is not" in capsys.readouterr().err
+
+
+def test_backend_start_up_lines_are_hidden_unless_verbose(tmp_path):
+    """A data error after the backend loaded: stderr is that one line, TensorFlow's hidden.
+
+    ``--backend`` given before Keras loads is used at once (no second process).
+    """
+    bad = tmp_path / "bad.csv"
+    bad.write_text("u,y\n1,2\n3,x\n")
+    argv = ["identify", "--train", str(bad), "--test", str(bad), "--backend", "tensorflow"]
+    done = subprocess.run(
+        [sys.executable, "-m", "keras_mgu", *argv], capture_output=True, text=True,
+        cwd=tmp_path, env=child_env(KERAS_BACKEND="jax"), timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2 and "running again" not in done.stdout
+    assert done.stderr.splitlines() == [
+        f"keras-mgu identify: error: cannot load the data: {bad}, line 3, column 'y': "
+        "'x' is not a number."
+    ]
+
+
+def test_quiet_backend_logs_keeps_the_users_settings(monkeypatch):
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
+    monkeypatch.setenv("GRPC_VERBOSITY", "DEBUG")
+    backends.quiet_backend_logs()
+    assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "3" and os.environ["GRPC_VERBOSITY"] == "DEBUG"
