@@ -27,7 +27,8 @@ Examples::
         --inputs u1 u2 --outputs y1 y2 --units 32
 
 It writes PNGs (measured vs simulated test output, residual, training curves)
-and ``results.json`` into ``--out`` and prints ``test RMSE: <value>``.
+into a folder of ``--out`` per model, named by its settings (``mgu_h32_lr0.01/``),
+records each model in ``<--out>/results.json`` and prints ``test RMSE: <value>``.
 """
 
 from __future__ import annotations

@@ -35,16 +35,20 @@ def test_system_identification_compare_on_simulated_tanks(tmp_path, capsys):
     assert np.isfinite(rmse) and rmse > 0
     for kind in ("mgu", "gru", "lstm"):
         for name in ("test_simulation", "test_residual", "training"):
-            path = tmp_path / f"{kind}_{name}.png"
+            path = tmp_path / f"{kind}_h4_lr0.01" / f"{name}.png"
             assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert re.search(
-        r"^\| LSTM \| \d+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$", out, flags=re.MULTILINE
+        r"^\| LSTM \| lstm_h4_lr0.01/ \| \d+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$",
+        out,
+        flags=re.MULTILINE,
     )
-    results = json.loads((tmp_path / "results.json").read_text())
-    assert set(results) >= {"backend", "MGU", "GRU", "LSTM"}
-    assert results["n_initial"] == 50  # no protocol: the benchmark score starts at sample 50
+    runs = json.loads((tmp_path / "results.json").read_text())["runs"]
+    assert set(runs) == {"mgu_h4_lr0.01", "gru_h4_lr0.01", "lstm_h4_lr0.01"}
     for kind in ("MGU", "GRU", "LSTM"):
-        assert np.isfinite(results[kind]["rmse_benchmark"])
+        row = runs[f"{kind.lower()}_h4_lr0.01"]
+        assert row["model"] == kind and row["backend"]
+        assert row["n_initial"] == 50  # no protocol: the benchmark score starts at sample 50
+        assert np.isfinite(row["rmse_benchmark"])
 
 
 def test_system_identification_reads_the_command_line(monkeypatch, capsys):
