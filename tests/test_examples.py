@@ -138,3 +138,22 @@ def test_custom_cells_example_trains_every_model(capsys):
     by_name = {r["model"]: r for r in results}
     assert by_name["custom MGU"]["params"] == by_name["MGU"]["params"]
     assert by_name["custom GRU"]["params"] == by_name["GRU"]["params"]
+
+
+def test_matlab_loop_trains_the_grid_and_keeps_the_best_check(capsys):
+    example = load_example("matlab_loop")
+    argv = ["--quick", "--units", "3", "--iterations", "12", "--validation-every", "4"]
+    rows = example.main([*argv, "--decay-points", "0.5", "--decay-rate", "0.1"])
+    out = capsys.readouterr().out
+    assert [(r["model"], r["units"], r["learning_rate"]) for r in rows] == [
+        ("MGU", 3, 0.01), ("GRU", 3, 0.01), ("LSTM", 3, 0.01),
+    ]  # fmt: skip
+    for r in rows:
+        checks = (1, *range(4, r["iterations"] + 1, 4))
+        assert r["iterations"] >= 12 and r["best_iteration"] in checks
+        # The network returned is the best check's: its validation RMSE is that check's.
+        assert r["validation_rmse"] == pytest.approx(r["best_check_val_rmse"], rel=1e-4)
+        assert r["final_learning_rate"] == pytest.approx(0.01 * 0.1)  # one decay point
+        assert np.isfinite(r["test_rmse"]) and r["test_rmse"] > 0
+        line = rf"^\| {r['model']} \| 3 \| 0.01 \| {r['best_iteration']} of {r['iterations']} \|"
+        assert re.search(line, out, re.MULTILINE), out
