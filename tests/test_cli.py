@@ -141,6 +141,12 @@ def test_identify_help_shows_options_and_defaults(capsys):
     for option in ("--decay-points", "--decay-rate", "--steps-per-epoch", "--score-weights",
                    "--validation-checks", "--validation-every"):  # fmt: skip
         assert re.search(rf"{option} \S+", out), option
+    recipe = keras_mgu.sysid.RecipeConfig()  # the defaults the help text states
+    assert f"the recipe's, {' '.join(f'{p:g}' for p in recipe.decay_points)})" in out
+    assert f"the recipe's, {recipe.decay_rate:g})" in out
+    assert f"the recipe's, {recipe.validation_checks})" in out
+    assert recipe.score_weights == {"val_rmse": 1.0} and "the recipe's, val_rmse=1)" in out
+    assert f"(default: {recipe.steps_per_epoch}, or --iterations when fewer)" in out
 
 
 def parsed_config(*options):
