@@ -14,7 +14,10 @@ validation. Each run goes to ``--out/BENCHMARK/BACKEND_seedS.json``.
 median, worst, the score of the simulation from the estimation start (no
 measured test output used), the median validation RMSE of the chosen runs
 (standardised units: what variants are compared by) and the median wall time
-of ``identify`` (all restarts).
+of ``identify`` (all restarts). Where the protocol's ``n`` changed with
+``nonlinear-benchmarks`` 1.0.1 (``Protocol.previous_n_initial``: Cascaded Tanks
+5, now 50), every run is scored from both samples, and a second table gives
+both medians.
 
 Usage::
 
@@ -91,6 +94,7 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
     found = sysid_identify(data, overrides, args.restarts, seed, not args.one_by_one)
     seconds = time.perf_counter() - start
     protocol = data.protocol
+    previous = protocol.previous_n_initial
     runs = []
     for k, run in enumerate(found.runs):
         member = dataclasses.replace(found, best=k)
@@ -107,6 +111,9 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
                 "test_all": protocol.scale * member.score(data.test),
             }
         )
+        if previous is not None:
+            score = member.score(data.test, "benchmark", previous)
+            runs[-1]["test_previous_n"] = protocol.scale * score
         print(f"  {benchmark} seed {seed}: {runs[-1]}", file=sys.stderr, flush=True)
     ensemble = dataclasses.replace(found, members=tuple(range(len(found.runs))))
     errors = [run.validation_error for run in found.runs]
@@ -120,10 +127,12 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
         "linear_models": found.linear_table,
         "unit": protocol.unit,
         "n_initial": protocol.n_initial,
+        "previous_n_initial": previous,
         "seconds": round(seconds, 1),
         "chosen": found.best,
         "test": runs[found.best]["test"],
         "test_all": runs[found.best]["test_all"],
+        **({} if previous is None else {"test_previous_n": runs[found.best]["test_previous_n"]}),
         "runs": runs,
         "ensemble": {
             "validation_rmse": ensemble.validation_rmse(data),
@@ -257,6 +266,32 @@ def report(out: str) -> str:
     return "\n".join(lines)
 
 
+def previous_n_table(out: str) -> str:
+    """Markdown: medians from the protocol's ``n`` and from its earlier ``n``, where both exist.
+
+    Runs scored before the protocol's ``n`` changed record one ``n`` only;
+    they are left out.
+    """
+    lines = [
+        "| benchmark | backend | seeds | n | median from sample n | previous n | "
+        "median from the previous n |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for benchmark, backend, results in _groups(out):
+        results = [r for r in results if "test_previous_n" in r]
+        if not results:
+            continue
+        unit = results[0]["unit"]
+        n = "/".join(sorted({str(r["n_initial"]) for r in results}))
+        previous = "/".join(sorted({str(r["previous_n_initial"]) for r in results}))
+        lines.append(
+            f"| {benchmark} | {backend} | {' '.join(str(r['seed']) for r in results)} | {n} | "
+            f"{_median(results, 'test'):.3g} {unit} | {previous} | "
+            f"{_median(results, 'test_previous_n'):.3g} {unit} |"
+        )
+    return "\n".join(lines)
+
+
 def rules_table(out: str) -> str:
     """Markdown: the selection rules on the same runs (seeds whose results record them).
 
@@ -346,7 +381,8 @@ def _validation_median(results: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.report:
-        print(report(args.out) + "\n\nSelection rules on the same runs:\n\n"
+        print(report(args.out) + "\n\nFrom the protocol's n and from its previous n:\n\n"
+              + previous_n_table(args.out) + "\n\nSelection rules on the same runs:\n\n"
               + rules_table(args.out) + "\n\nEvery run:\n\n" + runs_table(args.out))  # fmt: skip
     elif args.linear:
         print(linear_alone(args))

@@ -43,16 +43,20 @@ def test_system_identification_compare_on_simulated_tanks(tmp_path, capsys):
     assert np.isfinite(rmse) and rmse > 0
     for kind in ("mgu", "gru", "lstm"):
         for name in ("test_simulation", "test_residual", "training"):
-            path = tmp_path / f"{kind}_{name}.png"
+            path = tmp_path / f"{kind}_h4_lr0.01" / f"{name}.png"
             assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert re.search(
-        r"^\| LSTM \| \d+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$", out, flags=re.MULTILINE
+        r"^\| LSTM \| lstm_h4_lr0.01/ \| \d+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$",
+        out,
+        flags=re.MULTILINE,
     )
-    results = json.loads((tmp_path / "results.json").read_text())
-    assert set(results) >= {"backend", "MGU", "GRU", "LSTM"}
-    assert results["n_initial"] == 50  # no protocol: the benchmark score starts at sample 50
+    runs = json.loads((tmp_path / "results.json").read_text())["runs"]
+    assert set(runs) == {"mgu_h4_lr0.01", "gru_h4_lr0.01", "lstm_h4_lr0.01"}
     for kind in ("MGU", "GRU", "LSTM"):
-        assert np.isfinite(results[kind]["rmse_benchmark"])
+        row = runs[f"{kind.lower()}_h4_lr0.01"]
+        assert row["model"] == kind and row["backend"]
+        assert row["n_initial"] == 50  # no protocol: the benchmark score starts at sample 50
+        assert np.isfinite(row["rmse_benchmark"])
 
 
 @SYSID_EXAMPLE
@@ -112,7 +116,7 @@ def test_system_identification_on_the_real_benchmark(tmp_path, capsys, shared_da
     out = capsys.readouterr().out
     assert "test 1024 samples" in out
     assert np.isfinite(reported_rmse(out))
-    assert "from sample 5)" in out  # the benchmark protocol's n_initial
+    assert "from sample 50)" in out  # the benchmark protocol's n_initial
     assert re.search(r"^MGU test RMSE in V: ", out, flags=re.MULTILINE)
 
 
@@ -145,3 +149,22 @@ def test_custom_cells_example_trains_every_model(capsys):
     by_name = {r["model"]: r for r in results}
     assert by_name["custom MGU"]["params"] == by_name["MGU"]["params"]
     assert by_name["custom GRU"]["params"] == by_name["GRU"]["params"]
+
+
+def test_matlab_loop_trains_the_grid_and_keeps_the_best_check(capsys):
+    example = load_example("matlab_loop")
+    argv = ["--quick", "--units", "3", "--iterations", "12", "--validation-every", "4"]
+    rows = example.main([*argv, "--decay-points", "0.5", "--decay-rate", "0.1"])
+    out = capsys.readouterr().out
+    assert [(r["model"], r["units"], r["learning_rate"]) for r in rows] == [
+        ("MGU", 3, 0.01), ("GRU", 3, 0.01), ("LSTM", 3, 0.01),
+    ]  # fmt: skip
+    for r in rows:
+        checks = (1, *range(4, r["iterations"] + 1, 4))
+        assert r["iterations"] >= 12 and r["best_iteration"] in checks
+        # The network returned is the best check's: its validation RMSE is that check's.
+        assert r["validation_rmse"] == pytest.approx(r["best_check_val_rmse"], rel=1e-4)
+        assert r["final_learning_rate"] == pytest.approx(0.01 * 0.1)  # one decay point
+        assert np.isfinite(r["test_rmse"]) and r["test_rmse"] > 0
+        line = rf"^\| {r['model']} \| 3 \| 0.01 \| {r['best_iteration']} of {r['iterations']} \|"
+        assert re.search(line, out, re.MULTILINE), out

@@ -33,10 +33,12 @@ __all__ = [
     "identify_model",
     "load_data",
     "own_data",
+    "parse_score_weights",
     "recipe_options",
     "results_row",
     "run",
     "run_command",
+    "run_name",
 ]
 
 HELP = "identify a dynamical system with an MGU network (keras_mgu.sysid)"
@@ -47,8 +49,10 @@ the validation record, and score the free-run simulation of the test record: RMS
 over all samples, and from sample --n-initial on (the benchmark convention; in the
 benchmark's published unit too when the data carry a scoring protocol).
 
-Writes <model>_test_simulation.png, <model>_test_residual.png, <model>_training.png
-and results.json into --out; the last line printed is 'test RMSE: <value>' (the
+Each model's plots go into a folder of --out named by its settings, e.g.
+mgu_h32_lr0.01/ (test_simulation.png, test_residual.png, training.png), and its
+entry, under the same name, into --out/results.json (runs of other settings into
+the same --out are kept); the last line printed is 'test RMSE: <value>' (the
 MGU's score over all test samples, in the record's units).
 
 Your own data (--train/--test/--val): .csv, .txt, .tsv, .dat, .asc text, comma-,
@@ -69,6 +73,8 @@ examples:
       --inputs pump --outputs level --ts 4
   keras-mgu identify --train est.txt --test test.txt --columns u y   # writematrix output
   keras-mgu identify --train est.txt --test test.txt --inputs 0 --outputs 1  # by index
+  keras-mgu identify --compare --units 16 --learning-rate 0.003 --decay-points 0.5 0.8 \\
+      --decay-rate 0.3 --score-weights val_rmse=0.8,loss=0.2 --validation-every 20
 """
 
 #: ``--dataset`` choices and the names ``keras_mgu.datasets.load_benchmark`` knows them by.
@@ -96,6 +102,8 @@ QUICK_RESTARTS = 2
 QUICK_TIME_BUDGET = 30.0
 QUICK_SAMPLES = 256
 DERIVED = "default: derived from the record"
+#: Names ``--score-weights`` may weigh (``keras_mgu.sysid.config.SCORE_NAMES``).
+SCORE_NAMES = ("val_rmse", "loss")
 
 
 class UsageError(Exception):
@@ -139,6 +147,40 @@ def fraction(text: str) -> float:
 def dataset_name(text: str) -> str:
     """An argparse ``type``: ``cascaded_tanks`` and ``cascaded-tanks`` name the same dataset."""
     return text.replace("_", "-")
+
+
+def run_fraction(text: str) -> float:
+    """An argparse ``type``: a fraction of the run, a number in ``(0, 1]``."""
+    value = _number(float, 0.0, True, "a fraction of the run in (0, 1]")(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction of the run in (0, 1]; got {text!r}")
+    return value
+
+
+def parse_score_weights(text: str) -> dict[str, float]:
+    """``"val_rmse=0.8,loss=0.2"`` -> ``{"val_rmse": 0.8, "loss": 0.2}`` (an argparse ``type``).
+
+    Names are those of :data:`SCORE_NAMES`; weights are numbers ``>= 0``,
+    at least one positive.
+    """
+    weights: dict[str, float] = {}
+    for item in text.split(","):
+        name, sep, number = (part.strip() for part in item.partition("="))
+        if not sep or not name:
+            raise argparse.ArgumentTypeError(
+                f"expected NAME=WEIGHT pairs separated by commas, e.g. "
+                f"val_rmse=0.8,loss=0.2; got {text!r}"
+            )
+        if name not in SCORE_NAMES:
+            raise argparse.ArgumentTypeError(
+                f"unknown score name {name!r}; expected one of {', '.join(SCORE_NAMES)}"
+            )
+        if name in weights:
+            raise argparse.ArgumentTypeError(f"{name!r} is weighted twice in {text!r}")
+        weights[name] = _number(float, 0.0, False, f"a weight >= 0 for {name}")(number)
+    if not any(weights.values()):
+        raise argparse.ArgumentTypeError(f"expected at least one positive weight; got {text!r}")
+    return weights
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -213,6 +255,7 @@ def _add_recipe_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--learning-rate", type=positive_float, metavar="LR",
                        help="initial learning rate, multiplied by 0.3 at 50%% and 80%% of the run "
                        f"(default: {RECIPE_LEARNING_RATE:g})")  # fmt: skip
+    _add_schedule_arguments(group)
     group.add_argument("--time-budget", type=positive_float, metavar="SECONDS",
                        help="seconds for all restarts of a model together (default: 100 + "
                        "0.006 per estimation sample, at most 570)")  # fmt: skip
@@ -235,6 +278,33 @@ def _merge_csv_options(args: argparse.Namespace) -> None:
         if getattr(args, new) is not None:
             raise UsageError(f"--{old.replace('_', '-')} and --{new} name the same data; give one")
         setattr(args, new, [value] if new == "train" else value)
+
+
+def _add_schedule_arguments(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--decay-points", type=run_fraction, nargs="+", metavar="P",
+                       help="fractions of the run, each in (0, 1], at which the learning rate "
+                       "is multiplied by --decay-rate; a decay falls on the start of an "
+                       "epoch of --steps-per-epoch iterations (default: the recipe's, "
+                       "0.5 0.8)")  # fmt: skip
+    group.add_argument("--decay-rate", type=positive_float, metavar="R",
+                       help="factor applied to the learning rate at each decay point (default: "
+                       "the recipe's, 0.3)")  # fmt: skip
+    group.add_argument("--steps-per-epoch", type=positive_int, metavar="N",
+                       help="iterations per epoch: one progress line each, and the decays fall "
+                       "on epoch starts (default: 100, or --iterations when fewer)")  # fmt: skip
+    group.add_argument("--score-weights", type=parse_score_weights, metavar="NAME=W,...",
+                       help="the early-stopping score, lower is better: a weighted sum of "
+                       "val_rmse (validation RMSE) and loss (training MSE), e.g. "
+                       "val_rmse=0.8,loss=0.2; the network with the best score is kept "
+                       "(default: the recipe's, val_rmse=1)")  # fmt: skip
+    checks = group.add_mutually_exclusive_group()
+    checks.add_argument("--validation-checks", type=positive_int, metavar="N",
+                        help="score the validation record N times a run, every "
+                        "iterations/N iterations and at the first (default: the recipe's, "
+                        "100)")  # fmt: skip
+    checks.add_argument("--validation-every", type=positive_int, metavar="ITERATIONS",
+                        help="score the validation record every ITERATIONS iterations and at "
+                        "the first (instead of --validation-checks)")  # fmt: skip
 
 
 def _check_files(args: argparse.Namespace) -> None:
@@ -349,10 +419,16 @@ def recipe_options(args: argparse.Namespace) -> dict[str, Any]:
         "time_budget": args.time_budget,
         "selection": args.selection,
         "n_initial": args.n_initial or None,  # the encoder reads as many as a test gives
+        "decay_points": tuple(args.decay_points) if args.decay_points else None,
+        "decay_rate": args.decay_rate,
+        "steps_per_epoch": args.steps_per_epoch,
+        "score_weights": args.score_weights,
+        "validation_checks": args.validation_checks,
+        "validation_every": args.validation_every,
     }
     given = {name: value for name, value in options.items() if value is not None}
     steps = next(f.default for f in dataclasses.fields(RecipeConfig) if f.name == "steps_per_epoch")
-    if "iterations" in given and isinstance(steps, int) and given["iterations"] < steps:
+    if "steps_per_epoch" not in given and "iterations" in given and given["iterations"] < steps:
         given["steps_per_epoch"] = given["iterations"]
     return given
 
@@ -367,8 +443,21 @@ def build_config(args: argparse.Namespace, cell: str):
         raise UsageError(f"bad recipe settings: {err}") from err
 
 
+def run_name(config: Any) -> str:
+    """The name of a model's outputs, from its resolved settings: ``mgu_h32_lr0.01``.
+
+    Cell, units (stacked layers joined by ``-``: ``gru_h32-16_lr0.003``) and
+    learning rate, the settings a grid over models varies.
+    """
+    units = "-".join(str(n) for n in config.units)
+    return f"{config.cell}_h{units}_lr{config.learning_rate:g}"
+
+
 def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: int) -> dict:
-    """Train ``--restarts`` runs of one model, report and plot it; its results row."""
+    """Train ``--restarts`` runs of one model, report and plot it; its results row.
+
+    The plots go into ``<--out>/<run_name>/``; the row's ``name`` is that name.
+    """
     from keras_mgu import sysid
 
     config = build_config(args, kind.lower())
@@ -379,11 +468,12 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
         found = sysid.identify(data, config, args.restarts, args.seed, verbose=2)
     except ValueError as err:  # settings that do not fit the record, e.g. a too long --window
         raise UsageError(f"the recipe rejected the settings: {err}") from err
-    row = results_row(found, data, n_initial)
+    row = {"model": kind, "name": run_name(found.config), **results_row(found, data, n_initial)}
     report.print_scores(kind, row, data.test, n_initial, getattr(data, "protocol", None))
     y_sim = found.simulate(data.test.u)
     stopper = found.runs[found.best].stopper
-    print(report.plot_results(kind, data.test, y_sim, stopper, args.out), flush=True)
+    folder = os.path.join(args.out, row["name"])
+    print(report.plot_results(kind, data.test, y_sim, stopper, folder), flush=True)
     return row
 
 
@@ -417,13 +507,16 @@ def results_row(found: Any, data: Any, n_initial: int) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, dict]:
     """Identify each model on the data, report the scores, write plots and results.json.
 
-    Returns the results table (model name to its row).
+    ``<--out>/results.json`` maps each model's :func:`run_name` to its entry
+    (the run's summary and the model's row); entries of earlier runs into the
+    same folder under other names are kept. Returns the results table (model
+    to its row).
     """
     import keras
 
     data = load_data(args)
     n_initial = benchmark_n_initial(args, data)
-    os.makedirs(args.out, exist_ok=True)
+    earlier = report.read_results(args.out)  # refuses a results.json it cannot extend
     backend = keras.backend.backend()
     report.print_data(backend, _data_name(args), data, n_initial)
     results = {kind: identify_model(kind, data, args, n_initial) for kind in _models(args)}
@@ -436,7 +529,8 @@ def run(args: argparse.Namespace) -> dict[str, dict]:
         "protocol": report.protocol_summary(getattr(data, "protocol", None)),
         "settings": recipe_options(args),
     }
-    path = report.write_results(args.out, {**summary, **results})
+    runs = {row["name"]: {**summary, **row} for row in results.values()}
+    path = report.write_results(args.out, earlier, runs)
     print(f"\nresults: {path}")
     report.print_summary(results, data.test, n_initial, getattr(data, "protocol", None))
     return results

@@ -19,6 +19,7 @@ __all__ = [
     "print_scores",
     "print_summary",
     "protocol_summary",
+    "read_results",
     "write_results",
 ]
 
@@ -94,14 +95,16 @@ def _plot_series(plt: Any, kind: str, record: Any, y_sim: np.ndarray, name: str,
     ax.set_xlabel("time [s]")
     ax.set_ylabel(record.output_names[0])
     ax.set_title(f"{kind}: {name} on the test record (RMSE {rmse(record.y, y_sim):.3f})")
-    path = os.path.join(out, f"{kind.lower()}_test_{name}.png")
+    path = os.path.join(out, f"test_{name}.png")
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
 def plot_results(kind: str, record: Any, y_sim: np.ndarray, stopper: Any, out: str) -> str:
-    """PNGs of measured vs simulated output, the residual and the training curves.
+    """``test_simulation.png``, ``test_residual.png`` and ``training.png`` in the folder ``out``.
+
+    Measured vs simulated output, the residual and the training curves.
 
     Returns the line to print: the files written, or why there are none
     (matplotlib is the optional ``plot`` extra).
@@ -115,24 +118,61 @@ def plot_results(kind: str, record: Any, y_sim: np.ndarray, stopper: Any, out: s
 
     from keras_mgu.plotting import plot_training
 
+    os.makedirs(out, exist_ok=True)
     names = ("simulation", "residual")
     paths = [_plot_series(plt, kind, record, y_sim, name, out) for name in names]
-    paths.append(plot_training(stopper, os.path.join(out, f"{kind.lower()}_training.png")))
+    paths.append(plot_training(stopper, os.path.join(out, "training.png")))
     return "plots: " + ", ".join(paths)
 
 
-def write_results(out: str, results: Mapping[str, Any]) -> str:
-    """Write ``results`` to ``<out>/results.json``; its path."""
+def read_results(out: str) -> dict[str, Any]:
+    """The runs recorded in ``<out>/results.json`` (``{}`` when there is none).
+
+    Raises:
+        UsageError: the file is not a results.json of this format (``{"runs": {...}}``),
+            so it is never overwritten.
+    """
+    from keras_mgu.cli.identify import UsageError
+
     path = os.path.join(out, "results.json")
-    with open(path, "w") as f:
-        json.dump(results, f, indent=1, default=str)
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            runs = json.load(f).get("runs")
+    except (OSError, ValueError, AttributeError) as err:
+        raise UsageError(f"cannot extend {path}: {err}; choose another --out") from err
+    if not isinstance(runs, dict):
+        raise UsageError(
+            f"{path} has no 'runs' table (written by an older version?); choose another --out"
+        )
+    return runs
+
+
+def write_results(out: str, earlier: Mapping[str, Any], runs: Mapping[str, Any]) -> str:
+    """Write ``{"runs": {**earlier, **runs}}`` to ``<out>/results.json`` atomically; its path.
+
+    A run's name says its settings, so a run of the same settings replaces
+    its earlier entry and the others are kept. The file is written to a
+    temporary name and renamed: a crash never leaves a broken file.
+    """
+    from keras_mgu.callbacks.early_stopping import _write_atomically
+
+    path = os.path.join(out, "results.json")
+    text = json.dumps({"runs": {**earlier, **runs}}, indent=1, default=str)
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    _write_atomically(path, write)
     return path
 
 
 def print_summary(results: Mapping[str, Mapping[str, Any]], test: Any, n_initial: int,
                   protocol: Any) -> None:  # fmt: skip
     """The results table, the test output's spread and, last, ``test RMSE: <MGU, all>``."""
-    header = "| model | parameters | training s | test RMSE (all) | "
+    header = "| model | outputs | parameters | training s | test RMSE (all) | "
     header += f"test RMSE (from sample {n_initial}) |"
     if protocol is not None:
         unit = _unit(protocol)
@@ -140,7 +180,8 @@ def print_summary(results: Mapping[str, Mapping[str, Any]], test: Any, n_initial
     print("\n" + header)
     print("|---" * (header.count("|") - 1) + "|")
     for kind, r in results.items():
-        line = f"| {kind} | {r['params']} | {r['seconds']:.0f} | {fixed(r['rmse'])} | "
+        line = f"| {kind} | {r['name']}/ | {r['params']} | {r['seconds']:.0f} | "
+        line += f"{fixed(r['rmse'])} | "
         line += f"{fixed(r['rmse_benchmark'])} |"
         if protocol is not None:
             line += f" {r['rmse_in_unit']:.4g} | {r['rmse_benchmark_in_unit']:.4g} |"

@@ -51,7 +51,12 @@ from keras_mgu.datasets.benchmarks import (
 from keras_mgu.datasets.files import load_csv_records
 from keras_mgu.datasets.loaders import load_record
 from keras_mgu.datasets.preprocessing import Normalizer, make_windows
-from keras_mgu.datasets.protocols import PROTOCOLS, Protocol, get_protocol
+from keras_mgu.datasets.protocols import (
+    NONLINEAR_BENCHMARKS_VERSION,
+    PROTOCOLS,
+    Protocol,
+    get_protocol,
+)
 from keras_mgu.datasets.records import Record, SysIdData, join_experiments
 from keras_mgu.datasets.simulator import (
     TankParameters,
@@ -60,6 +65,7 @@ from keras_mgu.datasets.simulator import (
 )
 
 __all__ = [
+    "NONLINEAR_BENCHMARKS_VERSION",
     "PROTOCOLS",
     "Normalizer",
     "Protocol",

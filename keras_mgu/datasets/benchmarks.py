@@ -79,7 +79,7 @@ def load_cascaded_tanks(path: str | os.PathLike, validation_fraction: float = 0.
     Returns:
         :class:`SysIdData` with ``u``/``y`` of shape ``(N, 1)`` in volts
         (819, 205 and 1024 samples by default), ``ts = 4`` and
-        ``protocol = PROTOCOLS["cascaded_tanks"]`` (``n_initial = 5``, V).
+        ``protocol = PROTOCOLS["cascaded_tanks"]`` (``n_initial = 50``, V).
 
     Raises:
         FileNotFoundError: no such file.

@@ -5,7 +5,10 @@ form the estimation and test records, how many measured test outputs a model
 may use to set its state (``n_initial``; the score is the RMSE of
 ``y - y_sim`` over test samples ``n_initial`` onward), and in which unit the
 score is published. :data:`PROTOCOLS` holds the benchmarks of the
-``nonlinear-benchmarks`` package; :func:`get_protocol` looks one up by name.
+``nonlinear-benchmarks`` package, with the ``n_initial`` of its release
+:data:`NONLINEAR_BENCHMARKS_VERSION` (its test records'
+``state_initialization_window_length``); :func:`get_protocol` looks one up by
+name.
 
 This module is plain Python and imports nothing else from the package, so
 :mod:`keras_mgu.datasets.records` can import it.
@@ -16,7 +19,12 @@ from __future__ import annotations
 import dataclasses
 import math
 
-__all__ = ["PROTOCOLS", "Protocol", "get_protocol"]
+__all__ = ["NONLINEAR_BENCHMARKS_VERSION", "PROTOCOLS", "Protocol", "get_protocol"]
+
+#: The ``nonlinear-benchmarks`` release whose ``n_initial`` values :data:`PROTOCOLS` follows.
+#: 1.0.1 raised Cascaded Tanks from 5 to 50 and CED from 4 to 10 (releases up to 1.0.0 have
+#: 5 and 4; :attr:`Protocol.previous_n_initial` keeps them).
+NONLINEAR_BENCHMARKS_VERSION = "1.0.1"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +52,12 @@ class Protocol:
         published: ``(method, test RMSE in unit)`` pairs from the literature.
         notes: Anything that changes how the published figures compare (for
             example a different scoring window).
+        previous_n_initial: The ``n_initial`` of ``nonlinear-benchmarks``
+            releases up to 1.0.0 where :data:`NONLINEAR_BENCHMARKS_VERSION`
+            changed it (Cascaded Tanks 5, CED 4), else ``None``. Results scored
+            before the change (this project's stored benchmark results up to
+            2026-12-03) start their score at this sample; the benchmark suite
+            reports both.
     """
 
     name: str
@@ -56,6 +70,7 @@ class Protocol:
     same_initial_state: bool = False
     published: tuple[tuple[str, float], ...] = ()
     notes: str = ""
+    previous_n_initial: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -64,6 +79,13 @@ class Protocol:
             raise TypeError(f"`n_initial` must be an int; received {self.n_initial!r}.")
         if self.n_initial < 0:
             raise ValueError(f"`n_initial` must be >= 0; received {self.n_initial}.")
+        previous = self.previous_n_initial
+        if previous is not None and (
+            isinstance(previous, bool) or not isinstance(previous, int) or previous < 0
+        ):
+            raise ValueError(
+                f"`previous_n_initial` must be None or an int >= 0; received {previous!r}."
+            )
         for field in ("scale", "sampling_time"):
             value = getattr(self, field)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
@@ -80,7 +102,8 @@ class Protocol:
 PROTOCOLS: dict[str, Protocol] = {
     "cascaded_tanks": Protocol(
         name="cascaded_tanks",
-        n_initial=5,
+        n_initial=50,
+        previous_n_initial=5,
         unit="V",
         scale=1.0,
         sampling_time=4.0,
@@ -142,7 +165,8 @@ PROTOCOLS: dict[str, Protocol] = {
     ),
     "ced": Protocol(
         name="ced",
-        n_initial=4,
+        n_initial=10,
+        previous_n_initial=4,
         unit="",
         scale=1.0,
         sampling_time=0.02,

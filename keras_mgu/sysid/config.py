@@ -36,8 +36,10 @@ from collections.abc import Mapping
 
 from keras_mgu.sysid.selection import check_rule
 
-__all__ = ["RecipeConfig"]
+__all__ = ["SCORE_NAMES", "RecipeConfig", "check_score_weights"]
 
+#: Names :class:`RecipeConfig.score_weights` may weigh: validation RMSE, training MSE.
+SCORE_NAMES = ("val_rmse", "loss")
 #: Records up to this many estimation samples train on the whole record at once.
 WHOLE_RECORD_MAX = 2048
 #: Encoder lag when the data has no protocol saying how many outputs a test gives.
@@ -64,6 +66,56 @@ def _non_negative(name: str, value: object, allow_none: bool = True) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise ValueError(f"`{name}` must be a number >= 0; received {value!r}.")
+
+
+def _check_decay(points: object, rate: object) -> tuple[float, ...]:
+    """``points`` as a tuple of fractions in ``(0, 1]``; ``rate`` a positive number."""
+    if isinstance(points, (int, float)) and not isinstance(points, bool):
+        points = (points,)
+    try:
+        points = tuple(float(p) for p in points)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"`decay_points` must be fractions of the run in (0, 1]; received {points!r}."
+        ) from None
+    if not points or not all(0.0 < p <= 1.0 for p in points):
+        raise ValueError(
+            f"`decay_points` must be fractions of the run in (0, 1]; received {points!r}."
+        )
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < math.inf:
+        raise ValueError(f"`decay_rate` must be a positive number; received {rate!r}.")
+    return points
+
+
+def check_score_weights(weights: object) -> dict[str, float]:
+    """``weights`` as a dict of :data:`SCORE_NAMES` to finite weights ``>= 0``, one positive.
+
+    Raises:
+        ValueError: not a mapping, an unknown name, a negative or non-finite
+            weight, or all weights zero.
+    """
+    if not isinstance(weights, Mapping) or not weights:
+        raise ValueError(
+            f"`score_weights` must map {' and/or '.join(SCORE_NAMES)} to weights; "
+            f"received {weights!r}."
+        )
+    unknown = sorted(str(name) for name in weights if name not in SCORE_NAMES)
+    if unknown:
+        raise ValueError(
+            f"`score_weights` names must be among {list(SCORE_NAMES)}; received {unknown}."
+        )
+    checked = {}
+    for name, weight in weights.items():
+        ok = isinstance(weight, (int, float)) and not isinstance(weight, bool)
+        if not ok or not 0 <= weight < math.inf:
+            raise ValueError(
+                f"The weight of '{name}' in `score_weights` must be a number >= 0; "
+                f"received {weight!r}."
+            )
+        checked[name] = float(weight)
+    if not any(checked.values()):
+        raise ValueError(f"`score_weights` needs a positive weight; received {checked}.")
+    return checked
 
 
 def window_for_memory(time_constant: float | None) -> int:
@@ -104,22 +156,34 @@ class RecipeConfig:
             ``0.1 * min(1, 2000 / iterations)``, the shrinkage of a
             2,000-iteration run over longer ones.
         decay_points, decay_rate: The learning rate is multiplied by
-            ``decay_rate`` at these fractions of the run.
+            ``decay_rate`` at these fractions of the run, each in ``(0, 1]``
+            (:class:`~keras_mgu.callbacks.LearningRateDecayPoints`: the decays
+            fall on the starts of epochs of ``steps_per_epoch`` iterations);
+            ``decay_rate`` is positive.
         window: Training window length (``None``: see the module table).
         batch_size: Windows per batch (``None``: see the module table).
         washout: Unscored leading samples of windows that start from the
             learned state after the record's start. ``None``: a quarter of
             the window. Unused with the encoder.
-        steps_per_epoch: Iterations per Keras epoch (one progress line each).
-        validation_checks: How many times a run scores the validation record.
+        steps_per_epoch: Iterations per Keras epoch (one progress line each;
+            the learning rate decays at the start of an epoch).
+        validation_checks: How many times a run scores the validation record:
+            every ``iterations // validation_checks`` iterations (and at the
+            first).
+        validation_every: Iterations between two validation checks (and one at
+            the first iteration); overrides ``validation_checks``. ``None``:
+            from ``validation_checks``.
         validation_continues: The validation record continues the estimation
             record: the two are simulated together from the learned initial
             state and the score is the RMSE over both. ``False``: it is
             simulated on its own, from the state its first samples give
             (encoder) or after a washout. ``None``: ``True`` with the learned
             state, else ``False``.
-        score_weights: Weights of :class:`WeightedEarlyStopping`'s score
-            (``val_rmse``: validation RMSE, standardised units).
+        score_weights: Weights of :class:`WeightedEarlyStopping`'s score, e.g.
+            ``{"val_rmse": 0.8, "loss": 0.2}``: ``val_rmse`` is the validation
+            RMSE (standardised units), ``loss`` the training MSE (the running
+            mean over the current epoch). Weights are finite and ``>= 0``, at
+            least one positive.
         selection: How :func:`identify` chooses among its runs, on
             validation: ``"best"`` (the lowest validation RMSE) or
             ``"ensemble"`` (the average of runs chosen greedily; see
@@ -146,6 +210,7 @@ class RecipeConfig:
     washout: int | None = None
     steps_per_epoch: int = 100
     validation_checks: int = 100
+    validation_every: int | None = None
     validation_continues: bool | None = None
     score_weights: Mapping[str, float] = dataclasses.field(
         default_factory=lambda: {"val_rmse": 1.0}
@@ -160,8 +225,10 @@ class RecipeConfig:
             object.__setattr__(self, "units", units)
         for name in ("steps_per_epoch", "validation_checks"):
             _positive_int(name, getattr(self, name))
-        for name in ("iterations", "batch_size", "n_initial"):
+        for name in ("iterations", "batch_size", "n_initial", "validation_every"):
             _positive_int(name, getattr(self, name), allow_none=True)
+        object.__setattr__(self, "decay_points", _check_decay(self.decay_points, self.decay_rate))
+        object.__setattr__(self, "score_weights", check_score_weights(self.score_weights))
         _non_negative("weight_decay", self.weight_decay)
         if self.initial_state not in (None, "learned", "encoder"):
             raise ValueError(
@@ -177,6 +244,14 @@ class RecipeConfig:
                 "`time_budget` must be a positive number of seconds; received "
                 f"{self.time_budget!r}."
             )
+
+    def validation_interval(self) -> int:
+        """Iterations between validation checks of a resolved config (``iterations`` set)."""
+        if self.validation_every is not None:
+            return self.validation_every
+        if self.iterations is None:
+            raise ValueError("The validation interval is known once `iterations` is resolved.")
+        return max(1, self.iterations // self.validation_checks)
 
     def resolved(
         self,

@@ -53,7 +53,8 @@ __all__ = [
 #: Settings the members of one population share (one optimiser, one schedule).
 SHARED_SETTINGS = (
     "iterations", "steps_per_epoch", "learning_rate", "weight_decay", "clipnorm",
-    "decay_points", "decay_rate", "validation_checks", "score_weights", "time_budget",
+    "decay_points", "decay_rate", "validation_checks", "validation_every", "score_weights",
+    "time_budget",
 )  # fmt: skip
 
 
@@ -272,7 +273,7 @@ def train_population(
             setup.runs,
             [run.validation_data(m.estimation, m.validation, m.config) for m in members],
             dict(config.score_weights),
-            validation_frequency=max(1, config.iterations // config.validation_checks),
+            validation_frequency=config.validation_interval(),
             predict=setup.predict,
         )
         schedule, budget, epochs = run.run_schedule(config, time_budget)

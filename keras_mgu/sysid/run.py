@@ -10,7 +10,8 @@
    :func:`run_optimizer`), the learning rate cut at fixed fractions of the
    run (:class:`~keras_mgu.callbacks.LearningRateDecayPoints`), within a time
    budget (:class:`~keras_mgu.callbacks.TimeBudget`; :func:`run_schedule`).
-3. Every ``iterations / validation_checks`` iterations, simulate the
+3. Every :meth:`~keras_mgu.sysid.RecipeConfig.validation_interval` iterations
+   (``validation_every``, else ``iterations / validation_checks``), simulate the
    validation record free-run (:func:`validation_data`) and keep the weights
    with the best score (:class:`~keras_mgu.callbacks.WeightedEarlyStopping`).
 
@@ -183,7 +184,7 @@ def train_simulator(
     stopper = WeightedEarlyStopping(
         dict(config.score_weights),
         validation_data=validation_data(estimation, validation, config),
-        validation_frequency=max(1, config.iterations // config.validation_checks),
+        validation_frequency=config.validation_interval(),
         restore_best_weights=True,
     )
     schedule, budget, epochs = run_schedule(config, time_budget)

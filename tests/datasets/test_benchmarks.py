@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import types
@@ -52,7 +53,7 @@ def test_load_cascaded_tanks_synthetic_file(tmp_path):
         np.testing.assert_array_equal(d.test.y[:, 0], data[:, 3])
         assert d.estimation.ts == d.validation.ts == d.test.ts == 4.0
         assert d.test.name == "cascaded_tanks/test"
-        assert d.protocol is PROTOCOLS["cascaded_tanks"] and d.n_initial == 5
+        assert d.protocol is PROTOCOLS["cascaded_tanks"] and d.n_initial == 50
     assert load_cascaded_tanks(path, validation_fraction=0.5).validation.n_samples == 25
 
 
@@ -343,7 +344,7 @@ def test_nonlinear_benchmark_dispatch(monkeypatch):
     np.testing.assert_array_equal(d.test.y[:, 0], 2.0 * (np.arange(30) + 1000.0))
     assert d.test.ts == 4.0 and d.validation.name == "cascaded_tanks/validation"
     # No state_initialization_window_length on the test object: the table's protocol.
-    assert d.protocol is PROTOCOLS["cascaded_tanks"] and d.n_initial == 5
+    assert d.protocol is PROTOCOLS["cascaded_tanks"] and d.n_initial == 50
 
     d = load_nonlinear_benchmark("silverbox", test_index=2)
     assert d.test.n_samples == 22 and d.test.u[0, 0] == 200.0 and d.estimation.ts == 0.5
@@ -376,13 +377,13 @@ def _fake_package(monkeypatch, **windows):
 
 def test_nonlinear_benchmark_protocol_from_window_length(monkeypatch):
     _fake_package(
-        monkeypatch, cascaded_tanks=50, wiener_hammerstein=np.int64(50), emps=20, silverbox=7
+        monkeypatch, cascaded_tanks=5, wiener_hammerstein=np.int64(50), emps=20, silverbox=7
     )
-    # The package's value wins over the table (5 for Cascaded Tanks; 50 in some releases).
+    # The package's value wins over the table (50 for Cascaded Tanks; 5 up to release 1.0.0).
     d = load_nonlinear_benchmark("cascaded_tanks")
-    assert d.n_initial == 50 and d.protocol.name == "cascaded_tanks"
+    assert d.n_initial == 5 and d.protocol.name == "cascaded_tanks"
     assert d.protocol.unit == "V" and d.protocol.published == PROTOCOLS["cascaded_tanks"].published
-    assert PROTOCOLS["cascaded_tanks"].n_initial == 5  # the table is left alone
+    assert PROTOCOLS["cascaded_tanks"].n_initial == 50  # the table is left alone
     # Names map onto the table: wiener_hammerstein -> wh2009.
     d = load_nonlinear_benchmark("wiener_hammerstein")
     assert d.protocol is PROTOCOLS["wh2009"] and type(d.n_initial) is int
@@ -411,6 +412,101 @@ def test_nonlinear_benchmark_object_mapping():
         assert rec.ts == 0.25 and rec.name == "demo"
     discrete = nb.Input_output_data(u=u, y=y)
     assert bm._record_from_benchmark(discrete).ts == 1.0
+
+
+# The real package, its loaders reading .mat files written here instead of downloaded ones.
+
+
+def _mat_files(tmp_path, monkeypatch, nb, files: dict) -> None:
+    """Write ``{relative path: {variable: array}}`` as .mat files where the package looks.
+
+    ``cashed_download`` is the package's download-and-cache step; every loader
+    reads its files from the folder it returns.
+    """
+    from scipy.io import savemat
+
+    for relative, variables in files.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        savemat(str(path), variables)
+
+    def no_download(url, name_dir, *args, **kwargs):
+        return str(tmp_path)
+
+    monkeypatch.setattr(nb.benchmarks, "cashed_download", no_download)
+
+
+def _column(values) -> np.ndarray:
+    return np.asarray(values, dtype=float)[:, None]
+
+
+def test_nonlinear_benchmark_package_cascaded_tanks(tmp_path, monkeypatch):
+    """The installed package's Cascaded_Tanks objects, from local arrays, through the adapter."""
+    nb = pytest.importorskip("nonlinear_benchmarks")
+    rng = np.random.default_rng(0)
+    u_est, u_val, y_est, y_val = rng.uniform(0, 10, size=(4, 120))
+    mat = {"uEst": _column(u_est), "uVal": _column(u_val), "yEst": _column(y_est),
+           "yVal": _column(y_val), "Ts": np.array([[4.0]])}  # fmt: skip
+    _mat_files(tmp_path, monkeypatch, nb, {"CascadedTanksFiles/dataBenchmark.mat": mat})
+    d = load_nonlinear_benchmark("cascaded_tanks", validation_fraction=0.25)
+    assert (d.estimation.n_samples, d.validation.n_samples, d.test.n_samples) == (90, 30, 120)
+    np.testing.assert_array_equal(d.estimation.u[:, 0], u_est[:90])
+    np.testing.assert_array_equal(d.validation.y[:, 0], y_est[90:])
+    np.testing.assert_array_equal(d.test.u[:, 0], u_val)
+    np.testing.assert_array_equal(d.test.y[:, 0], y_val)
+    assert d.test.ts == d.estimation.ts == 4.0
+    # The package's state_initialization_window_length is the table's n (release 1.0.1: 50).
+    assert d.protocol is PROTOCOLS["cascaded_tanks"] and d.n_initial == 50
+
+
+def test_nonlinear_benchmark_package_emps_wh_and_silverbox(tmp_path, monkeypatch):
+    """The package's other loaders: n, splits and sampling times as the table gives them."""
+    nb = pytest.importorskip("nonlinear_benchmarks")
+    t = np.arange(300) * 0.001
+    emps = {
+        name: {
+            "t": _column(t),
+            "vir": _column(np.sin(t + k)),
+            "qm": _column(np.cos(t + k)),
+            "qg": _column(t),
+        }
+        for k, name in enumerate(("DATA_EMPS", "DATA_EMPS_PULSES"))
+    }
+    ramp = np.arange(188_000, dtype=float)
+    wh = {"uBenchMark": _column(ramp), "yBenchMark": _column(-ramp), "fs": np.array([[51200.0]])}
+    silverbox = {"V1": ramp[None, :131_072], "V2": 2.0 * ramp[None, :131_072]}
+    files = {f"{name}.mat": v for name, v in emps.items()}
+    files["WienerHammerBenchMark.mat"] = wh
+    files["SilverboxFiles/SNLS80mV.mat"] = silverbox
+    _mat_files(tmp_path, monkeypatch, nb, files)  # fmt: skip
+
+    d = load_nonlinear_benchmark("emps")
+    assert d.protocol is PROTOCOLS["emps"] and d.n_initial == 20
+    np.testing.assert_allclose(d.test.y[:, 0], np.cos(t + 1))
+    assert d.test.ts == pytest.approx(0.001)
+
+    d = load_nonlinear_benchmark("wiener_hammerstein", validation_fraction=0.2)
+    assert d.protocol is PROTOCOLS["wh2009"] and d.n_initial == 50
+    assert (d.estimation.n_samples, d.validation.n_samples, d.test.n_samples) == (
+        80_000, 20_000, 78_800,
+    )  # fmt: skip
+    assert d.estimation.u[0, 0] == 5200 and d.test.u[0, 0] == 105_200  # samples 105200:184000
+    assert d.test.ts == pytest.approx(PROTOCOLS["wh2009"].sampling_time)
+
+    for index in range(3):  # multisine, full arrow, arrow without extrapolation
+        d = load_nonlinear_benchmark("silverbox", test_index=index)
+        assert d.protocol is PROTOCOLS["silverbox"] and d.n_initial == 50
+        np.testing.assert_array_equal(d.test.y, 2.0 * d.test.u)
+    assert d.test.n_samples == 32_000 and d.test.u[0, 0] == 100  # the arrow, samples 100:
+    assert load_nonlinear_benchmark("silverbox").test.u[0, 0] == 40_650 + int(86_750 * 0.75)
+
+
+def test_nonlinear_benchmark_package_ced_matches_the_table():
+    """CED has no adapter name; the package's own CED test records carry the table's n."""
+    nb = pytest.importorskip("nonlinear_benchmarks")
+    source = open(nb.benchmarks.__file__, encoding="utf-8").read()
+    windows = re.findall(r"test\[\d\]\.state_initialization_window_length = (\d+)", source)
+    assert windows and {int(n) for n in windows} == {PROTOCOLS["ced"].n_initial}
 
 
 def test_nonlinear_benchmark_cached_cascaded_tanks():

@@ -10,7 +10,14 @@ import re
 import numpy as np
 import pytest
 
-from keras_mgu.datasets import PROTOCOLS, Protocol, Record, SysIdData, get_protocol
+from keras_mgu.datasets import (
+    NONLINEAR_BENCHMARKS_VERSION,
+    PROTOCOLS,
+    Protocol,
+    Record,
+    SysIdData,
+    get_protocol,
+)
 from keras_mgu.datasets import protocols as protocols_module
 from tests.helpers import BACKEND_INDEPENDENT
 
@@ -25,19 +32,22 @@ def _protocol(**changes) -> Protocol:
 
 
 @pytest.mark.parametrize(
-    "name, n_initial, unit, scale, sampling_time, same_state",
+    "name, n_initial, previous, unit, scale, sampling_time, same_state",
     [
-        ("cascaded_tanks", 5, "V", 1.0, 4.0, True),
-        ("wh2009", 50, "mV", 1000.0, 1 / 51200, False),
-        ("emps", 20, "mm", 1000.0, 0.001, False),
-        ("silverbox", 50, "mV", 1000.0, 1 / 610.35, False),
-        ("ced", 4, "", 1.0, 0.02, False),
+        ("cascaded_tanks", 50, 5, "V", 1.0, 4.0, True),
+        ("wh2009", 50, None, "mV", 1000.0, 1 / 51200, False),
+        ("emps", 20, None, "mm", 1000.0, 0.001, False),
+        ("silverbox", 50, None, "mV", 1000.0, 1 / 610.35, False),
+        ("ced", 10, 4, "", 1.0, 0.02, False),
     ],
 )
-def test_table_entries(name, n_initial, unit, scale, sampling_time, same_state):
+def test_table_entries(name, n_initial, previous, unit, scale, sampling_time, same_state):
+    """``n_initial`` as in nonlinear-benchmarks 1.0.1; ``previous_n_initial`` as up to 1.0.0."""
+    assert NONLINEAR_BENCHMARKS_VERSION == "1.0.1"
     p = get_protocol(name)
     assert p is PROTOCOLS[name] and p.name == name
-    assert (p.n_initial, p.unit, p.scale) == (n_initial, unit, scale)
+    assert (p.n_initial, p.previous_n_initial) == (n_initial, previous)
+    assert (p.unit, p.scale) == (unit, scale)
     assert p.same_initial_state is same_state
     assert p.sampling_time == pytest.approx(sampling_time, rel=1e-12)
     assert p.estimation and p.test
@@ -77,6 +87,8 @@ def test_score_in_unit_and_frozen():
         ({"n_initial": -1}, ValueError, "n_initial.*>= 0"),
         ({"n_initial": 2.0}, TypeError, "n_initial.*int"),
         ({"n_initial": True}, TypeError, "n_initial.*int"),
+        ({"previous_n_initial": -5}, ValueError, "previous_n_initial.*None or an int >= 0"),
+        ({"previous_n_initial": 5.0}, ValueError, "previous_n_initial"),
         ({"scale": 0.0}, ValueError, "scale.*positive"),
         ({"sampling_time": float("nan")}, ValueError, "sampling_time.*positive"),
         ({"name": ""}, ValueError, "name"),

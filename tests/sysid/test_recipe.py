@@ -89,11 +89,27 @@ def test_bad_settings_are_refused(kwargs, match):
         ({"initial_state": "zeros"}, "initial_state"),
         ({"time_budget": 0}, "time_budget"),
         ({"learning_rate": -1.0}, "learning_rate"),
+        ({"decay_points": (0.5, 1.2)}, r"decay_points.*\(0, 1\]"),
+        ({"decay_points": ()}, "decay_points"),
+        ({"decay_rate": 0.0}, "decay_rate"),
+        ({"score_weights": {"val_rmse": 1.0, "val_mae": 1.0}}, r"among \['val_rmse', 'loss'\]"),
+        ({"score_weights": {"val_rmse": 1.0, "loss": -0.1}}, "'loss'.*>= 0"),
+        ({"score_weights": {"val_rmse": 0.0}}, "positive weight"),
+        ({"validation_every": 0}, "validation_every"),
     ],
 )
 def test_bad_values_are_refused_when_the_config_is_made(kwargs, match):
     with pytest.raises(ValueError, match=match):
         RecipeConfig(**kwargs)
+
+
+def test_validation_interval():
+    assert RecipeConfig(iterations=300, validation_checks=6).validation_interval() == 50
+    assert RecipeConfig(iterations=300, validation_every=7).validation_interval() == 7
+    assert RecipeConfig(iterations=5, validation_checks=10).validation_interval() == 1
+    assert RecipeConfig(decay_points=0.5).decay_points == (0.5,)
+    with pytest.raises(ValueError, match="once `iterations` is resolved"):
+        RecipeConfig().validation_interval()
 
 
 @pytest.mark.parametrize("decay", [0.0, 0.1])

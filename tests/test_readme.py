@@ -1,0 +1,169 @@
+"""README.md's code and commands, the install extras, and the package without TensorFlow."""
+
+import ast
+import math
+import os
+import re
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from tests.helpers import BACKEND_INDEPENDENT
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+MAPPING_HEADING = "## From a custom MATLAB training loop to keras-mgu"
+
+
+def read(path: str) -> str:
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        return f.read()
+
+
+def replace_once(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, f"{old!r} is not in the snippet exactly once"
+    return text.replace(old, new)
+
+
+def mapping_snippet() -> str:
+    """The first ``python`` block of the README's section on the MATLAB training loop."""
+    readme = read("README.md")
+    section = readme[readme.index(MAPPING_HEADING) :]
+    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert match and match.start() < section.index("\n## ", 1), "no snippet in the section"
+    return match.group(1)
+
+
+def test_readme_mapping_snippet_runs_and_keeps_the_best_check():
+    """The snippet as printed, on tiny settings: 4 epochs of a 256-sample record."""
+    code = replace_once(
+        mapping_snippet(),
+        "max_epochs, mini_batch_size, learn_rate = 30, 16, 1e-2",
+        "max_epochs, mini_batch_size, learn_rate = 4, 2, 1e-2",
+    )
+    code = replace_once(code, "n_samples=1024", "n_samples=256")
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    best, model = namespace["best"], namespace["model"]
+    # Checks every ceil(max(0.005, 1 / 4) * iterations) iterations and at the first.
+    iterations = 4 * math.ceil(len(namespace["x_train"]) / 2)
+    every = math.ceil(iterations / 4)
+    expected = [1, *range(every, iterations + 1, every)]
+    assert [check["iteration"] for check in best.history] == expected
+    for check in best.history:  # the seed loop's weighted early-stopping score
+        assert check["score"] == pytest.approx(0.8 * check["val_rmse"] + 0.2 * check["loss"])
+    assert best.best_score == min(check["score"] for check in best.history)
+    for kept, weight in zip(best.best_weights, model.get_weights(), strict=True):
+        np.testing.assert_array_equal(kept, weight)  # the best check's network
+    # decay points (0.5, 0.8) of 4 epochs: epochs 2 and 4 start with a decay.
+    rate = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
+    assert rate == pytest.approx(1e-2 * 0.3**2)
+
+
+@BACKEND_INDEPENDENT
+def test_readme_test_command_is_the_ci_command():
+    """CI runs README's test command, its set-up and its test run as two steps."""
+    quick_start = read("README.md").split("## Quick start", 1)[1].split("```")[1]
+    ci = read(".ci/run")
+    [test_command] = [line for line in quick_start.splitlines() if "pytest" in line]
+    quiet = [line.replace("pip install -q ", "pip install ") for line in ci.splitlines()]
+    set_up, run = test_command.rsplit(" && ", 1)
+    assert set_up in quiet  # the same command; CI's pip is quiet
+    assert any(line.startswith(run) for line in quiet), run
+    assert quiet.index(set_up) < next(i for i, line in enumerate(quiet) if line.startswith(run))
+    assert "-n auto" in run  # the suite runs on every core
+    assert "-c .ci/constraints.txt" in test_command and ".[tensorflow," in test_command
+    pins = [line for line in read(".ci/constraints.txt").splitlines() if "==" in line]
+    assert pins == ["torch==2.13.0"]
+    first = next(line for line in quick_start.splitlines() if line.startswith("python3"))
+    assert '.[tensorflow,plot]"' in first and "examples/system_identification.py" in first
+
+
+@BACKEND_INDEPENDENT
+def test_each_backend_is_an_extra():
+    tomllib = pytest.importorskip("tomllib")
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)["project"]
+    names = [re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0] for d in project["dependencies"]]
+    assert "keras" in names and not {"tensorflow", "jax", "torch"} & set(names)
+    extras = project["optional-dependencies"]
+    for extra, package in (("tensorflow", "tensorflow"), ("jax", "jax"), ("torch", "torch")):
+        assert any(d.startswith(package) for d in extras[extra])
+        assert not [d for d in extras[extra] if "==" in d], "extras take ranges"
+    assert any(d.startswith("nonlinear-benchmarks") for d in extras["dev"])
+
+
+#: The modules that may import TensorFlow when they are loaded: the TensorFlow backend's own.
+TENSORFLOW_MODULES = {
+    "keras_mgu/kernels/tensorflow.py",
+    "keras_mgu/native/tensorflow.py",
+    "keras_mgu/fused/engines/tensorflow.py",
+}
+
+
+def _module_level_imports(tree: ast.Module) -> list[str]:
+    """Modules imported outside functions and classes (also inside module-level if/try)."""
+    names, todo = [], list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names.append(node.module or "")
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            fields = ("body", "orelse", "finalbody")
+            todo += [n for field in fields for n in getattr(node, field, [])]
+            todo += [n for handler in getattr(node, "handlers", []) for n in handler.body]
+    return names
+
+
+@BACKEND_INDEPENDENT
+def test_only_the_tensorflow_backend_modules_import_tensorflow_when_loaded():
+    offenders = []
+    for folder, _, files in os.walk(os.path.join(ROOT, "keras_mgu")):
+        for name in files:
+            path = os.path.relpath(os.path.join(folder, name), ROOT).replace(os.sep, "/")
+            if not name.endswith(".py") or path in TENSORFLOW_MODULES:
+                continue
+            tree = ast.parse(read(path))
+            if any(m.split(".")[0] == "tensorflow" for m in _module_level_imports(tree)):
+                offenders.append(path)
+    assert offenders == []
+
+
+WITHOUT_TENSORFLOW = """
+import importlib.abc, sys
+
+class NoTensorFlow(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("tensorflow", "tf_keras", "tf2onnx"):
+            raise ImportError(f"No module named {name!r} (hidden by the test)")
+
+sys.meta_path.insert(0, NoTensorFlow())
+import keras, keras_mgu
+from keras_mgu import datasets, sysid
+
+assert keras.backend.backend() == "jax", keras.backend.backend()
+data = datasets.simulate_cascaded_tanks(n_samples=128, seed=0)
+config = sysid.RecipeConfig(units=(3,), iterations=2, steps_per_epoch=2, validation_checks=1)
+found = sysid.identify(data, config, restarts=1)
+print("test RMSE", found.score(data.test))
+print("tensorflow loaded:", "tensorflow" in sys.modules)
+"""
+
+
+@BACKEND_INDEPENDENT
+def test_the_package_imports_and_identifies_without_tensorflow(tmp_path):
+    """With TensorFlow hidden, ``KERAS_BACKEND=jax``: import, and a 2-iteration ``identify``."""
+    pytest.importorskip("jax")
+    env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+    ran = subprocess.run(
+        [sys.executable, "-c", WITHOUT_TENSORFLOW], capture_output=True, text=True,
+        cwd=tmp_path, env=env, timeout=600,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-3000:]
+    rmse = float(re.search(r"^test RMSE (\S+)$", ran.stdout, re.MULTILINE).group(1))
+    assert np.isfinite(rmse) and rmse > 0
+    assert "tensorflow loaded: False" in ran.stdout
