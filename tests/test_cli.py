@@ -400,15 +400,15 @@ def test_identify_own_files_of_several_experiments(tmp_path, capsys):
     argv += ["--inputs", "0", "--outputs", "1", "--ts", "4", "--out", str(tmp_path / "out")]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    results = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert results["dataset"] == "own files" and results["protocol"] is None
+    [mgu] = json.loads((tmp_path / "out" / "results.json").read_text())["runs"].values()
+    assert mgu["dataset"] == "own files" and mgu["protocol"] is None
     # 20% of 228 samples (46) validate, cut from the second experiment: 128 + 54 estimate
     assert "recipe: 182 estimation samples" in out
-    config = results["MGU"]["config"]
+    config = mgu["config"]
     assert config["window"] == 54  # the shortest experiment, not the whole record
     assert config["validation_continues"] is False and config["linear_prior"] is False
-    assert set(results["MGU"]["structures"]) == {"network"}
-    assert np.isfinite(results["MGU"]["rmse"]) and last_line_rmse(out) > 0
+    assert set(mgu["structures"]) == {"network"}
+    assert np.isfinite(mgu["rmse"]) and last_line_rmse(out) > 0
 
 
 @BACKEND_INDEPENDENT
