@@ -40,6 +40,7 @@ import math
 import os
 import tempfile
 import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -199,7 +200,7 @@ def load(filepath: str | os.PathLike) -> Identification:
         with zipfile.ZipFile(filepath) as archive:
             manifest = _read_manifest(archive, filepath)
             return _identification(archive, manifest)
-    except zipfile.BadZipFile as err:
+    except (zipfile.BadZipFile, zlib.error) as err:
         raise ModelFileError(
             f"{filepath!r} is not a keras-mgu model file, or it is truncated or corrupted "
             f"(not a readable zip archive: {err})."
