@@ -33,6 +33,7 @@ __all__ = [
     "results_row",
     "run",
     "run_command",
+    "save_model_file",
 ]
 
 HELP = "identify a dynamical system with an MGU network (keras_mgu.sysid)"
@@ -43,9 +44,11 @@ the validation record, and score the free-run simulation of the test record: RMS
 over all samples, and from sample --n-initial on (the benchmark convention; in the
 benchmark's published unit too when the data carry a scoring protocol).
 
-Writes <model>_test_simulation.png, <model>_test_residual.png, <model>_training.png
-and results.json into --out; the last line printed is 'test RMSE: <value>' (the
-MGU's score over all test samples, in the record's units).
+Writes the identified model <model>.kmgu (mgu.kmgu, gru.kmgu, ...: for keras-mgu
+simulate and keras-mgu export, or keras_mgu.sysid.load), <model>_test_simulation.png,
+<model>_test_residual.png, <model>_training.png and results.json into --out; the
+last line printed is 'test RMSE: <value>' (the MGU's score over all test samples,
+in the record's units).
 
 examples:
   keras-mgu identify                                  # simulated tanks, MGU
@@ -129,7 +132,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="Keras backend (default: $KERAS_BACKEND, else Keras' "
                      "configured one)")  # fmt: skip
     run.add_argument("--out", default=os.path.join("outputs", "system_identification"),
-                     metavar="DIR", help="folder for the plots and results.json")  # fmt: skip
+                     metavar="DIR", help="folder for the model files, plots and "
+                     "results.json")  # fmt: skip
     run.add_argument("--quick", action="store_true",
                      help=f"tiny run for smoke tests: at most {QUICK_ITERATIONS} iterations, "
                      f"{QUICK_RESTARTS} restarts, {QUICK_TIME_BUDGET:g} s budget, "
@@ -287,7 +291,16 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
     y_sim = found.simulate(data.test.u)
     stopper = found.runs[found.best].stopper
     print(report.plot_results(kind, data.test, y_sim, stopper, args.out), flush=True)
+    row["model_file"] = save_model_file(found, kind, args.out)
+    print(f"model file: {row['model_file']}", flush=True)
     return row
+
+
+def save_model_file(found: Any, kind: str, out: str) -> str:
+    """Save ``found`` as ``<out>/<kind in lower case>.kmgu``; the path written."""
+    from keras_mgu.sysid.saving import SUFFIX
+
+    return found.save(os.path.join(out, f"{kind.lower()}{SUFFIX}"))
 
 
 def results_row(found: Any, data: Any, n_initial: int) -> dict[str, Any]:
