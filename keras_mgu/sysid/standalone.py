@@ -34,7 +34,13 @@ import keras
 import numpy as np
 from keras import ops
 
-__all__ = ["ARXCell", "ChannelAffine", "LinearSimulation", "standalone_simulator"]
+__all__ = [
+    "ARXCell",
+    "ChannelAffine",
+    "LinearSimulation",
+    "export_simulator",
+    "standalone_simulator",
+]
 
 
 @keras.saving.register_keras_serializable(package="keras_mgu")
@@ -157,7 +163,21 @@ class LinearSimulation(keras.layers.Layer):
     def call(self, u, y0=None, initial_state=None):
         if initial_state is None:
             initial_state = self.rest_state(u, y0)
+        if keras.backend.backend() == "torch":  # keras.layers.RNN would trace at one length
+            return self._torch_loop(u, list(initial_state))
         return self.rnn(u, initial_state=list(initial_state))
+
+    def _torch_loop(self, u, states):
+        import torch
+
+        cell = self.cell
+        w = torch.as_tensor(cell._w, device=u.device)
+        c = torch.as_tensor(cell.c.astype("float32"), device=u.device)
+        u_past = states[1] if cell.nb > 1 else u[:, 0, :0]
+        y, y_past, u_past = _arx_script()(u, w, c, states[0], u_past)
+        if not self.return_state:
+            return y
+        return [y, y_past, *([u_past] if cell.nb > 1 else [])]
 
     def rest_state(self, u, y0=None) -> list:
         """The states at rest at ``y0`` (or the layer's) and ``u[:, 0]``."""
@@ -188,6 +208,29 @@ class LinearSimulation(keras.layers.Layer):
         }
 
 
+_ARX_SCRIPT: list = []
+
+
+def _arx_script():
+    """The ARX loop as a TorchScript function: one ONNX ``Loop`` over any number of steps."""
+    if not _ARX_SCRIPT:
+        import torch
+
+        def arx_loop(u, w, c, y_past, u_past):
+            n_y, n_u = y_past.shape[1], u_past.shape[1]
+            outputs = []
+            for k in range(u.shape[1]):
+                u_k = u[:, k]
+                y = torch.matmul(torch.cat([y_past, u_k, u_past], dim=1), w) + c
+                y_past = torch.cat([y, y_past], dim=1)[:, :n_y]
+                u_past = torch.cat([u_k, u_past], dim=1)[:, :n_u]
+                outputs.append(y)
+            return torch.stack(outputs, dim=1), y_past, u_past
+
+        _ARX_SCRIPT.append(torch.jit.script(arx_loop))
+    return _ARX_SCRIPT[0]
+
+
 def _standardise(normalizer: Any, kind: str, name: str) -> ChannelAffine:
     mean = np.asarray(getattr(normalizer, f"{kind}_mean"))
     std = np.asarray(getattr(normalizer, f"{kind}_std"))
@@ -212,12 +255,8 @@ def _run_outputs(run: Any, k: int, inputs: dict, y0_start: np.ndarray) -> Any:
         return _physical(path, model(_network_inputs(path, u_s, y_lin, k, "")), y_lin, k)
     # Encoder: the first n samples (static length), then the M simulated ones; the linear
     # model runs over the first and carries its state on over the others.
-    u_init_s = _standardise(path.outer, "u", f"run{k}_u_initial_standardised")(
-        inputs["u_initial"]
-    )
-    y_init_s = _standardise(path.outer, "y", f"run{k}_y_initial_standardised")(
-        inputs["y_initial"]
-    )
+    u_init_s = _standardise(path.outer, "u", f"run{k}_u_initial_standardised")(inputs["u_initial"])
+    y_init_s = _standardise(path.outer, "y", f"run{k}_y_initial_standardised")(inputs["y_initial"])
     y_hist, lin_hist, lin_future = y_init_s, None, None
     if path.linear is not None:
         lin_hist, *states = _linear(path, k, "linear_initial", return_state=True)(
@@ -290,3 +329,37 @@ def standalone_simulator(found: Any) -> keras.Model:
     y = keras.layers.Identity(name="y")(y)
     inputs = list(inputs.values())
     return keras.Model(inputs if len(inputs) > 1 else inputs[0], y, name="standalone_simulator")
+
+
+def _exported_runs(found: Any) -> list:
+    return [found.runs[k] for k in sorted(set(found.members or (found.best,)))]
+
+
+def export_simulator(found: Any, filepath: str, format: str = "onnx") -> keras.Model:
+    """Write :func:`standalone_simulator` of ``found`` to ``filepath`` with ``model.export``.
+
+    Goes through :func:`keras_mgu.export.export` (its checks, the native
+    loops off). Returns the exported Keras model (its ``inputs`` name the
+    file's inputs).
+
+    Raises:
+        ValueError: GRU or LSTM runs on the PyTorch backend, whose Keras
+            layers the ONNX route traces at one sequence length (export on
+            the TensorFlow or JAX backend instead).
+    """
+    from keras_mgu.export import export
+
+    cells = sorted({run.config.cell for run in _exported_runs(found)} - {"mgu"})
+    if cells and format == "onnx" and keras.backend.backend() == "torch":
+        raise ValueError(
+            f"Cannot export {'/'.join(c.upper() for c in cells)} networks to ONNX on the PyTorch "
+            "backend: Keras traces its GRU and LSTM layers there at one sequence length, so the "
+            "file would simulate no other length. Export on the TensorFlow or JAX backend "
+            "(KERAS_BACKEND=tensorflow or jax, or keras-mgu export --backend tensorflow); the "
+            "model file loads on any backend."
+        )
+    model = standalone_simulator(found)
+    # Keras exports only models that were called; 8 steps of zeros.
+    model([np.zeros((1, *(d or 8 for d in x.shape[1:])), "float32") for x in model.inputs])
+    export(model, filepath, format=format, verbose=False)
+    return model
