@@ -42,8 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, metavar="CSV",
                         help="the experiment: a header row, one row per sample, the model's "
                         "input columns (and its output columns to score)")  # fmt: skip
-    parser.add_argument("--out", required=True, metavar="CSV",
-                        help=f"CSV file for the simulated outputs (<output>{SIM_SUFFIX})")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="CSV",
+        help=f"CSV file for the simulated outputs (<output>{SIM_SUFFIX})",
+    )
     parser.add_argument("--n-initial", type=positive_int, metavar="N",
                         help="set the state from the first N measured outputs and score from "
                         "sample N on (needs the output columns)")  # fmt: skip
@@ -141,7 +145,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
 
 def _describe(found: Any) -> str:
     config = found.config
-    runs = f"average of {len(found.members)} runs" if found.members else "one run"
+    runs = f"average of {len(set(found.members))} runs" if found.members else "one run"
     return f"{config.cell.upper()} {list(config.units)}, {config.initial_state} state, {runs}"
 
 

@@ -360,6 +360,7 @@ def export_simulator(found: Any, filepath: str, format: str = "onnx") -> keras.M
         )
     model = standalone_simulator(found)
     # Keras exports only models that were called; 8 steps of zeros.
-    model([np.zeros((1, *(d or 8 for d in x.shape[1:])), "float32") for x in model.inputs])
+    zeros = [np.zeros((1, *(d or 8 for d in x.shape[1:])), "float32") for x in model.inputs]
+    model(zeros if len(zeros) > 1 else zeros[0])
     export(model, filepath, format=format, verbose=False)
     return model
