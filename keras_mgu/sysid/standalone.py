@@ -244,8 +244,7 @@ def _unstandardise(normalizer: Any, name: str) -> ChannelAffine:
 def _run_outputs(run: Any, k: int, inputs: dict, y0_start: np.ndarray) -> Any:
     """Run ``k``'s simulation in physical units; ``inputs``: the model's, by name."""
     path = run.path
-    # A model of its own name over the same layers: the runs' networks share one name.
-    model = keras.Model(run.model.inputs, run.model.output, name=f"run{k}_network")
+    model = _renamed_network(run.model, k)
     u_s = _standardise(path.outer, "u", f"run{k}_u_standardised")(inputs["u"])
     if "y_initial" not in inputs:
         y_lin = None
@@ -268,6 +267,21 @@ def _run_outputs(run: Any, k: int, inputs: dict, y0_start: np.ndarray) -> Any:
     x_hist = _network_inputs(path, u_init_s, lin_hist, k, "_initial")
     x = _network_inputs(path, u_s, lin_future, k, "")
     return _physical(path, model([x_hist, y_hist, x]), lin_future, k)
+
+
+def _renamed_network(model: keras.Model, k: int) -> keras.Model:
+    """A copy of ``model`` (same weights) whose model, layers and variables say ``run{k}_``.
+
+    The runs' networks share their names; the PyTorch exporter keys the parameters by
+    variable path, so two runs with the same paths would collide there.
+    """
+
+    def renamed(layer: keras.layers.Layer) -> keras.layers.Layer:
+        return layer.__class__.from_config({**layer.get_config(), "name": f"run{k}_{layer.name}"})
+
+    copy = keras.models.clone_model(model, clone_function=renamed)
+    copy.set_weights(model.get_weights())
+    return keras.Model(copy.inputs, copy.output, name=f"run{k}_network")
 
 
 def _linear(path: Any, k: int, name: str, **kwargs: Any) -> LinearSimulation:
