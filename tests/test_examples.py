@@ -9,6 +9,8 @@ import re
 import numpy as np
 import pytest
 
+from keras_mgu import sysid
+
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
 
@@ -45,6 +47,10 @@ def test_system_identification_compare_on_simulated_tanks(tmp_path, capsys):
     assert results["n_initial"] == 50  # no protocol: the benchmark score starts at sample 50
     for kind in ("MGU", "GRU", "LSTM"):
         assert np.isfinite(results[kind]["rmse_benchmark"])
+        # One model file per model, named by it.
+        found = sysid.load(tmp_path / f"{kind.lower()}.kmgu")
+        assert found.config.cell == kind.lower()
+        assert results[kind]["model_file"] == str(tmp_path / f"{kind.lower()}.kmgu")
 
 
 def test_system_identification_reads_the_command_line(monkeypatch, capsys):

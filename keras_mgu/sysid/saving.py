@@ -74,6 +74,11 @@ def save(found: Identification, filepath: str | os.PathLike) -> str:
     """
     if not isinstance(found, Identification):
         raise TypeError(f"save() expects a keras_mgu.sysid.Identification; got {type(found)}.")
+    if any(run.path is None or run.config is None for run in found.runs):
+        raise ValueError(
+            "Every run to save needs its signal path and settings (`path`, `config`), as the "
+            "runs of keras_mgu.sysid.identify have."
+        )
     filepath = os.fspath(filepath)
     folder = os.path.dirname(os.path.abspath(filepath))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(filepath)}.", suffix=".tmp", dir=folder)
