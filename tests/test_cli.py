@@ -166,6 +166,8 @@ def test_python_m_keras_mgu(tmp_path):
     helped = run("--help")
     assert helped.returncode == 0, helped.stderr[-2000:]
     assert re.search(r"^\s+identify\s+identify a dynamical system", helped.stdout, re.MULTILINE)
+    for command in ("simulate", "export"):
+        assert re.search(rf"^\s+{command}\s+\S", helped.stdout, re.MULTILINE), command
     bad = run("identify", "--dataset", "wh2009", "--out", str(tmp_path))
     assert bad.returncode == 2
     assert "keras-mgu identify: error: --dataset wh2009 needs --data-path" in bad.stderr

@@ -170,6 +170,13 @@ def test_bad_files_are_refused_with_a_message(learned, tmp_path):
         sysid.load(tmp_path / "missing.kmgu")
 
 
+def test_runs_without_a_signal_path_are_not_saved(learned, tmp_path):
+    bare = dataclasses.replace(learned.runs[0], path=None)  # as train_simulator returns it
+    with pytest.raises(ValueError, match="needs its signal path"):
+        dataclasses.replace(learned, runs=[bare], best=0, members=()).save(tmp_path / "m.kmgu")
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_file_saved_on_another_backend_simulates_the_same(tmp_path, data):
     """Identify (two tiny models) in a subprocess on another backend, load and simulate here.
 
