@@ -1,5 +1,6 @@
 """The ``keras-mgu`` command line: in process, as ``python -m keras_mgu``, and installed."""
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -332,13 +333,16 @@ def test_simulate_without_outputs_runs_from_the_learned_state(model_file, tmp_pa
 
 
 def test_simulate_and_export_refuse_bad_files(model_file, tmp_path, capsys):
-    path, _, data = model_file
+    path, found, data = model_file
     no_u = tmp_path / "no_u.csv"
     no_u.write_text("time,y\n0,1\n1,2\n")
     not_a_model = tmp_path / "notes.kmgu"
     not_a_model.write_text("hello\n")
     csv = write_csv(tmp_path / "test.csv", data.test)
+    unnamed = dataclasses.replace(found, input_names=(), output_names=())
+    unnamed = unnamed.save(tmp_path / "unnamed.kmgu")
     cases = [
+        (["simulate", "--model", unnamed, "--data", csv], "does not name its input and output"),
         (["simulate", "--model", path, "--data", str(no_u)], "Column 'u' not found"),
         (["simulate", "--model", str(not_a_model), "--data", csv], "not a keras-mgu model file"),
         (["simulate", "--model", path, "--data", "/no/such.csv"], "--data: no such file"),

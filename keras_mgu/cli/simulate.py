@@ -71,8 +71,13 @@ def read_data(path: str, found: Any) -> tuple[Any, Any]:
     """
     from keras_mgu.datasets.files import _numeric_columns, _read_table
 
-    header, rows = _read_table(path)
     inputs, outputs = list(found.input_names), list(found.output_names)
+    if not inputs or not outputs:
+        raise ValueError(
+            "the model file does not name its input and output channels (an Identification "
+            "saved without them); name them (input_names, output_names) and save it again."
+        )
+    header, rows = _read_table(path)
     present = [name for name in outputs if name in header]
     if present and len(present) < len(outputs):
         missing = [name for name in outputs if name not in header]
