@@ -1,5 +1,7 @@
 """The ``keras-mgu`` command line: in process, as ``python -m keras_mgu``, and installed."""
 
+import dataclasses
+import importlib.util
 import json
 import os
 import re
@@ -12,7 +14,9 @@ import pytest
 
 import keras_mgu.cli
 import keras_mgu.sysid
+from keras_mgu import datasets, sysid
 from keras_mgu.cli import main
+from keras_mgu.export import ONNX_PACKAGES
 from tests.helpers import BACKEND_INDEPENDENT
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -59,6 +63,13 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     assert last_line_rmse(out) == pytest.approx(mgu["rmse"], rel=1e-3)
     for name in ("test_simulation", "test_residual", "training"):
         assert (tmp_path / "mgu_h4_lr0.01" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    # The identified model is a file, in its folder, that scores as it did.
+    path = tmp_path / "mgu_h4_lr0.01" / "mgu.kmgu"
+    assert mgu["model_file"] == str(path)
+    assert f"model file: {path}" in out
+    found = sysid.load(mgu["model_file"])
+    test = datasets.simulate_cascaded_tanks(n_samples=256, seed=0).test
+    assert found.score(test) == pytest.approx(mgu["rmse"], rel=1e-6)
 
 
 def test_identify_scores_a_benchmark_in_its_protocol_unit(tmp_path, capsys, shared_data_dir):
@@ -285,6 +296,8 @@ def test_python_m_keras_mgu(tmp_path):
     helped = run("--help")
     assert helped.returncode == 0, helped.stderr[-2000:]
     assert re.search(r"^\s+identify\s+identify a dynamical system", helped.stdout, re.MULTILINE)
+    for command in ("simulate", "export"):
+        assert re.search(rf"^\s+{command}\s+\S", helped.stdout, re.MULTILINE), command
     bad = run("identify", "--dataset", "wh2009", "--out", str(tmp_path))
     assert bad.returncode == 2
     assert "keras-mgu identify: error: --dataset wh2009 needs --data-path" in bad.stderr
@@ -335,6 +348,20 @@ def test_console_script_in_a_fresh_venv(tmp_path):
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     assert np.isfinite(last_line_rmse(ran.stdout))
     assert (tmp_path / "out" / "results.json").exists()
+    # The model file it wrote, simulated and exported by the installed commands.
+    model = str(tmp_path / "out" / "mgu_h4_lr0.01" / "mgu.kmgu")
+    data = write_csv(tmp_path / "new.csv", datasets.simulate_cascaded_tanks(n_samples=64).test)
+    commands = [["simulate", "--data", data, "--out", str(tmp_path / "sim.csv")]]
+    if HAS_ONNX_EXPORT:
+        commands.append(["export", "--out", str(tmp_path / "model.onnx")])
+    for command in commands:
+        ran = subprocess.run(
+            [script, *command, "--model", model], capture_output=True, text=True, cwd=tmp_path,
+            env=env, timeout=600,
+        )  # fmt: skip
+        assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert (tmp_path / "sim.csv").read_text().startswith("y_sim\n")
+    assert not HAS_ONNX_EXPORT or (tmp_path / "model.onnx").stat().st_size > 0
 
 
 def test_tune_prints_the_trials_and_writes_table_and_plot(tmp_path, capsys):
@@ -483,3 +510,125 @@ def test_names_with_underscores_or_hyphens_are_the_same(tmp_path):
     args = parse(["tune", "--space", '{"batch-size": [8], "learning_rate": [0.01]}'])
     tune.check_arguments(args)
     assert args.space == {"batch_size": [8], "learning_rate": [0.01]}
+
+
+# ------------------------------------------------------------------ simulate and export
+HAS_ONNX_EXPORT = all(
+    importlib.util.find_spec(name) is not None
+    for name in ("onnxruntime", *ONNX_PACKAGES[keras.backend.backend()])
+)
+
+
+def write_csv(path, record, outputs: bool = True) -> str:
+    """``record`` as a CSV file with a time column, ``u`` and (if ``outputs``) ``y``."""
+    header = ["time", *record.input_names, *(record.output_names if outputs else ())]
+    columns = [record.time[:, None], record.u, *([record.y] if outputs else [])]
+    np.savetxt(path, np.hstack(columns), delimiter=",", header=",".join(header), comments="")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory):
+    """A tiny identified model (learned state) saved as a file, and the data it came from."""
+    data = datasets.simulate_cascaded_tanks(n_samples=160, seed=0)
+    config = sysid.RecipeConfig(units=(4,), iterations=4, steps_per_epoch=2, validation_checks=2)
+    found = sysid.identify(data, config, restarts=1)
+    return found.save(tmp_path_factory.mktemp("model") / "mgu.kmgu"), found, data
+
+
+def read_simulation(path) -> tuple[list[str], np.ndarray]:
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+    return header, np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+
+
+def test_simulate_writes_the_simulation_and_prints_the_scores(model_file, tmp_path, capsys):
+    path, found, data = model_file
+    test = data.test
+    csv = write_csv(tmp_path / "test.csv", test)
+    argv = ["simulate", "--model", path, "--data", csv, "--out", str(tmp_path / "sim.csv")]
+    assert main([*argv, "--n-initial", "7"]) == 0
+    out = capsys.readouterr().out
+    header, y_sim = read_simulation(tmp_path / "sim.csv")
+    assert header == ["y_sim"]
+    want = found.simulate(test.u, test.y[:7])  # the state set from the first 7 outputs
+    np.testing.assert_allclose(y_sim, want, rtol=1e-7)
+    free = sysid.score(test.y, found.simulate(test.u), "all")
+    assert re.search(rf"^RMSE: {free:.6g} \(all 160 samples", out, re.MULTILINE), out
+    from_7 = sysid.score(test.y, want, "benchmark", 7)
+    assert re.search(rf"^RMSE: {from_7:.6g} \(from sample 7,", out, re.MULTILINE), out
+    assert out.strip().splitlines()[-1] == f"simulation: {tmp_path / 'sim.csv'}"
+
+
+def test_simulate_without_outputs_runs_from_the_learned_state(model_file, tmp_path, capsys):
+    path, found, data = model_file
+    csv = write_csv(tmp_path / "inputs.csv", data.test, outputs=False)
+    argv = ["simulate", "--model", path, "--data", csv, "--out", str(tmp_path / "sim.csv")]
+    assert main(argv) == 0
+    assert "RMSE" not in capsys.readouterr().out
+    np.testing.assert_allclose(
+        read_simulation(tmp_path / "sim.csv")[1], found.simulate(data.test.u), rtol=1e-7
+    )
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--n-initial", "5"])
+    assert exit_info.value.code == 2
+    assert "--n-initial needs the measured outputs" in capsys.readouterr().err
+
+
+def test_simulate_and_export_refuse_bad_files(model_file, tmp_path, capsys):
+    path, found, data = model_file
+    no_u = tmp_path / "no_u.csv"
+    no_u.write_text("time,y\n0,1\n1,2\n")
+    not_a_model = tmp_path / "notes.kmgu"
+    not_a_model.write_text("hello\n")
+    csv = write_csv(tmp_path / "test.csv", data.test)
+    unnamed = dataclasses.replace(found, input_names=(), output_names=())
+    unnamed = unnamed.save(tmp_path / "unnamed.kmgu")
+    cases = [
+        (["simulate", "--model", unnamed, "--data", csv], "does not name its input and output"),
+        (["simulate", "--model", path, "--data", str(no_u)], "Column 'u' not found"),
+        (["simulate", "--model", str(not_a_model), "--data", csv], "not a keras-mgu model file"),
+        (["simulate", "--model", path, "--data", "/no/such.csv"], "--data: no such file"),
+        (["export", "--model", str(not_a_model)], "cannot load the model"),
+        (["export", "--model", "/no/such.kmgu"], "--model: no such file"),
+    ]
+    for argv, message in cases:
+        with pytest.raises(SystemExit) as exit_info:
+            main([*argv, "--out", str(tmp_path / "out.file")])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert f"keras-mgu {argv[0]}: error:" in err and message in err, err
+    assert not (tmp_path / "out.file").exists()
+
+
+@pytest.mark.skipif(not HAS_ONNX_EXPORT, reason="the `export` extra is not installed")
+def test_export_writes_an_onnx_simulator(model_file, tmp_path, capsys):
+    import onnxruntime
+
+    path, found, data = model_file
+    out = str(tmp_path / "mgu.onnx")
+    assert main(["export", "--model", path, "--format", "onnx", "--out", out]) == 0
+    printed = capsys.readouterr().out
+    assert "inputs: u (batch, N, 1) (physical units: u)" in printed
+    assert printed.strip().splitlines()[-1] == f"onnx: {out}"
+    session = onnxruntime.InferenceSession(out, providers=["CPUExecutionProvider"])
+    (y,) = session.run(None, {"u": data.test.u[None].astype("float32")})
+    want = found.simulate(data.test.u)
+    np.testing.assert_allclose(y[0], want, atol=1e-4 * np.abs(want).max())
+
+
+@BACKEND_INDEPENDENT
+def test_command_modules_import_no_backend_at_module_level():
+    """``keras-mgu --help`` should not pay for Keras: the new commands import it lazily."""
+    import ast
+
+    for name in ("simulate", "export_command"):
+        tree = ast.parse(open(os.path.join(ROOT, "keras_mgu", "cli", f"{name}.py")).read())
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                modules = (
+                    [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+                )
+                for module in modules:
+                    root = (module or "").split(".")[0]
+                    assert root not in ("keras", "tensorflow", "jax", "torch", "numpy"), name

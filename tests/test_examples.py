@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+from keras_mgu import sysid
 from tests.helpers import BACKEND_INDEPENDENT
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
@@ -57,6 +58,11 @@ def test_system_identification_compare_on_simulated_tanks(tmp_path, capsys):
         assert row["model"] == kind and row["backend"]
         assert row["n_initial"] == 50  # no protocol: the benchmark score starts at sample 50
         assert np.isfinite(row["rmse_benchmark"])
+        # One model file per model, in its folder.
+        path = tmp_path / f"{kind.lower()}_h4_lr0.01" / f"{kind.lower()}.kmgu"
+        found = sysid.load(path)
+        assert found.config.cell == kind.lower()
+        assert row["model_file"] == str(path)
 
 
 @SYSID_EXAMPLE

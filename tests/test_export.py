@@ -131,7 +131,10 @@ def test_onnx_runs_a_model_trained_and_saved_on_another_backend(tmp_path):
     env = dict(os.environ, KERAS_BACKEND=other, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run(
         [sys.executable, SCRIPT, str(tmp_path)],
-        capture_output=True, text=True, env=env, timeout=600,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     model = keras.saving.load_model(str(tmp_path / "model.keras"))
@@ -216,3 +219,137 @@ def test_deployment_doc_snippets_run(route, tmp_path, monkeypatch):
     namespace: dict = {}
     exec(snippets[0] + "\n" + snippets[index], namespace)  # noqa: S102 - the docs' own code
     assert "y" in namespace or "loaded" in namespace
+
+
+# ------------------------------------------------- identified models: the standalone simulator
+SAVE_SCRIPT = os.path.join(ROOT, "tests", "scripts", "save_identification.py")
+
+
+def random_arx(rng, n_in: int, n_out: int, na: int, nb: int):
+    """A stable random ARX model: poles inside radius 0.9."""
+    from keras_mgu.sysid import LinearModel
+
+    a = np.stack([np.poly(0.9 * rng.uniform(-1, 1, na))[1:] for _ in range(n_out)])
+    return LinearModel(a, rng.standard_normal((n_out, n_in, nb)), rng.standard_normal(n_out))
+
+
+@pytest.mark.parametrize("n_in, n_out, na, nb", [(2, 2, 2, 3), (1, 1, 3, 1), (3, 1, 1, 2)])
+def test_linear_simulation_layer_matches_the_arx_recursion(n_in, n_out, na, nb):
+    """The ARX loop as a Keras layer against LinearModel.simulate (SciPy's lfilter, float64)."""
+    from keras_mgu.sysid.standalone import LinearSimulation
+
+    rng = np.random.default_rng(na * 10 + nb)
+    linear = random_arx(rng, n_in, n_out, na, nb)
+    u, y0 = rng.standard_normal((2, 50, n_in)), rng.standard_normal((2, n_out))
+    want = np.stack([linear.simulate(u[i], y0[i]) for i in range(2)])
+    layer = LinearSimulation(linear.a, linear.b, linear.c)
+    got = to_numpy(layer(u.astype("float32"), y0=y0.astype("float32")))
+    np.testing.assert_allclose(got, want, atol=1e-4 * np.abs(want).max())
+    # Cut in two: the state after the first 20 samples carries the rest on.
+    first = LinearSimulation(linear.a, linear.b, linear.c, return_state=True)
+    head, *states = first(u[:, :20].astype("float32"), y0=y0.astype("float32"))
+    tail = to_numpy(layer(u[:, 20:].astype("float32"), initial_state=states))
+    np.testing.assert_allclose(np.concatenate([to_numpy(head), tail], 1), got, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def identified():
+    """Tiny identifications of this backend: learned state and encoder, two restarts each."""
+    from keras_mgu import datasets, sysid
+
+    data = datasets.simulate_cascaded_tanks(n_samples=160, seed=0)
+    tiny = sysid.RecipeConfig(units=(4,), iterations=4, steps_per_epoch=2, validation_checks=2)
+    encoder = sysid.RecipeConfig(
+        units=(4,), iterations=4, steps_per_epoch=2, validation_checks=2,
+        initial_state="encoder", n_initial=5, window=40, batch_size=4,
+    )  # fmt: skip
+    found = {
+        "learned": sysid.identify(data, tiny, restarts=2),
+        "encoder": sysid.identify(data, encoder, restarts=2),
+    }
+    return data, found
+
+
+def simulator_feeds(found, u, y, n: int = 5):
+    """The exported file's inputs for ``u``, ``y``, and what ``found.simulate`` gives for them."""
+    if found.config.initial_state == "learned":
+        return {"u": u[None].astype("float32")}, found.simulate(u)
+    as32 = lambda a: a[None].astype("float32")  # noqa: E731
+    feeds = {"u_initial": as32(u[:n]), "y_initial": as32(y[:n]), "u": as32(u[n:])}
+    return feeds, found.simulate(u, y[:n])[n:]
+
+
+def run_simulator(path: str, feeds: dict) -> np.ndarray:
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    assert sorted(i.name for i in session.get_inputs()) == sorted(feeds)
+    return session.run(None, feeds)[0][0]
+
+
+def assert_same_simulation(path: str, found, u, y) -> None:
+    """The file simulates as ``found.simulate``, float32 rounding apart, at two lengths."""
+    for steps in (len(u), 60):
+        feeds, want = simulator_feeds(found, u[:steps], y[:steps])
+        got = run_simulator(path, feeds)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, atol=1e-4 * np.abs(want).max())
+
+
+@needs_onnx
+@pytest.mark.parametrize("kind", ["learned", "encoder"])
+@pytest.mark.parametrize("members", [(), (2, 2, 0)], ids=["chosen", "averaged"])
+def test_identified_model_exports_as_an_onnx_simulator(identified, kind, members, tmp_path):
+    import dataclasses
+
+    from keras_mgu.sysid.standalone import export_simulator
+
+    data, found = identified
+    found = dataclasses.replace(found[kind], members=members)
+    if members:  # both structures averaged: with and without the linear model in the file
+        assert {found.runs[k].structure for k in members} == {"network", "linear+network"}
+    path = str(tmp_path / "simulator.onnx")
+    export_simulator(found, path)
+    assert_same_simulation(path, found, data.test.u, data.test.y)
+
+
+@needs_onnx
+def test_models_saved_on_another_backend_export_here(tmp_path):
+    """Identify and save in a subprocess on another backend; load, export and run here.
+
+    Trains two tiny models in the subprocess: about 20-40 s with its imports.
+    """
+    from keras_mgu import datasets, sysid
+    from keras_mgu.sysid.standalone import export_simulator
+
+    other = "jax" if BACKEND != "jax" else "torch"
+    env = dict(os.environ, KERAS_BACKEND=other, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run(
+        [sys.executable, SAVE_SCRIPT, str(tmp_path)], capture_output=True, text=True, env=env,
+        timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    test = datasets.simulate_cascaded_tanks(n_samples=160, seed=0).test
+    for kind in ("learned", "encoder"):
+        found = sysid.load(tmp_path / f"{kind}.kmgu")
+        path = str(tmp_path / f"{kind}.onnx")
+        export_simulator(found, path)
+        assert_same_simulation(path, found, test.u, test.y)
+        if kind == "encoder":  # and as simulated where it was saved
+            saved = np.load(tmp_path / "encoder.npz")["given"][5:]
+            got = run_simulator(path, simulator_feeds(found, test.u, test.y)[0])
+            np.testing.assert_allclose(got, saved, atol=1e-4 * np.abs(saved).max())
+
+
+@torch_only
+def test_gru_models_are_not_exported_on_torch(identified, tmp_path):
+    import dataclasses
+
+    from keras_mgu.sysid.standalone import export_simulator
+
+    _, found = identified
+    learned = found["learned"]
+    run = learned.runs[learned.best]
+    gru = dataclasses.replace(run, config=dataclasses.replace(run.config, cell="gru"))
+    with pytest.raises(ValueError, match="on the PyTorch backend.*TensorFlow or JAX"):
+        export_simulator(dataclasses.replace(learned, runs=[gru], best=0), str(tmp_path / "g.onnx"))

@@ -9,6 +9,9 @@ Installed as the console script ``keras-mgu`` (and ``python -m keras_mgu``)::
     keras-mgu identify --dataset wh2009 --data-path data/wh2009 --time-budget 600
     keras-mgu identify --train run1.csv run2.mat --test run3.npz   # your files, 2 experiments
     keras-mgu tune --max-trials 16 --restarts 2 --workers 2   # a sweep, KerasTuner
+    keras-mgu simulate --model outputs/system_identification/mgu_h32_lr0.01/mgu.kmgu \\
+        --data new.csv --out sim.csv
+    keras-mgu export --model outputs/system_identification/mgu_h32_lr0.01/mgu.kmgu --out mgu.onnx
 
 Subcommands:
 
@@ -17,6 +20,11 @@ Subcommands:
   plots and ``results.json``.
 * ``tune`` (:mod:`keras_mgu.cli.tune`): search the recipe's settings on
   validation with KerasTuner; a table, ``trials.json`` and ``trials.png``.
+* ``simulate`` (:mod:`keras_mgu.cli.simulate`): simulate a saved model
+  (``.kmgu``) on a CSV file; the simulation as CSV, scores when the file has
+  the outputs.
+* ``export`` (:mod:`keras_mgu.cli.export_command`): a saved model as a
+  standalone ONNX simulator.
 
 :func:`main` is the entry point; it takes the argument list (default
 ``sys.argv[1:]``) and returns the exit status. Neither it nor the command
@@ -35,7 +43,9 @@ from collections.abc import Sequence
 
 from keras_mgu._version import __version__
 from keras_mgu.cli import backends
+from keras_mgu.cli import export_command as _export
 from keras_mgu.cli import identify as _identify
+from keras_mgu.cli import simulate as _simulate
 from keras_mgu.cli import tune as _tune
 from keras_mgu.cli.identify import DataError, UsageError
 
@@ -43,7 +53,12 @@ __all__ = ["build_parser", "main"]
 
 PROG = "keras-mgu"
 #: The commands: each module has HELP, DESCRIPTION, add_arguments, check_arguments, run_command.
-COMMANDS = {"identify": _identify, "tune": _tune}
+COMMANDS = {
+    "identify": _identify,
+    "tune": _tune,
+    "simulate": _simulate,
+    "export": _export,
+}
 #: Set in the environment of a run restarted for ``--backend`` (guards against a loop).
 _RESTARTED = "KERAS_MGU_CLI_RESTARTED"
 

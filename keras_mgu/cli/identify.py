@@ -39,6 +39,7 @@ __all__ = [
     "run",
     "run_command",
     "run_name",
+    "save_model_file",
 ]
 
 HELP = "identify a dynamical system with an MGU network (keras_mgu.sysid)"
@@ -49,11 +50,13 @@ the validation record, and score the free-run simulation of the test record: RMS
 over all samples, and from sample --n-initial on (the benchmark convention; in the
 benchmark's published unit too when the data carry a scoring protocol).
 
-Each model's plots go into a folder of --out named by its settings, e.g.
-mgu_h32_lr0.01/ (test_simulation.png, test_residual.png, training.png), and its
-entry, under the same name, into --out/results.json (runs of other settings into
-the same --out are kept); the last line printed is 'test RMSE: <value>' (the
-MGU's score over all test samples, in the record's units).
+Each model's outputs go into a folder of --out named by its settings, e.g.
+mgu_h32_lr0.01/: the identified model mgu.kmgu (for keras-mgu simulate and
+keras-mgu export, or keras_mgu.sysid.load), test_simulation.png,
+test_residual.png and training.png; its entry, under the same name, goes into
+--out/results.json (runs of other settings into the same --out are kept). The
+last line printed is 'test RMSE: <value>' (the MGU's score over all test samples,
+in the record's units).
 
 Your own data (--train/--test/--val): .csv, .txt, .tsv, .dat, .asc text, comma-,
 semicolon-, tab- or whitespace-separated, with or without a header row (decimal
@@ -228,7 +231,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="Keras backend (default: $KERAS_BACKEND, else Keras' "
                      "configured one)")  # fmt: skip
     run.add_argument("--out", default=os.path.join("outputs", "system_identification"),
-                     metavar="DIR", help="folder for the plots and results.json")  # fmt: skip
+                     metavar="DIR", help="folder for the model files, plots and "
+                     "results.json")  # fmt: skip
     run.add_argument("--verbose", action="store_true",
                      help="show the backends' start-up logging (TensorFlow, CUDA, XLA); "
                      "hidden by default")  # fmt: skip
@@ -474,7 +478,16 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
     stopper = found.runs[found.best].stopper
     folder = os.path.join(args.out, row["name"])
     print(report.plot_results(kind, data.test, y_sim, stopper, folder), flush=True)
+    row["model_file"] = save_model_file(found, kind, folder)
+    print(f"model file: {row['model_file']}", flush=True)
     return row
+
+
+def save_model_file(found: Any, kind: str, out: str) -> str:
+    """Save ``found`` as ``<out>/<kind in lower case>.kmgu``; the path written."""
+    from keras_mgu.sysid.saving import SUFFIX
+
+    return found.save(os.path.join(out, f"{kind.lower()}{SUFFIX}"))
 
 
 def results_row(found: Any, data: Any, n_initial: int) -> dict[str, Any]:

@@ -19,6 +19,8 @@
   settings with KerasTuner, locally and across machines.
 * :mod:`~keras_mgu.sysid.identification`: :class:`Identification`, the
   result: simulation from a learned or estimated initial state.
+* :mod:`~keras_mgu.sysid.saving`: model files, :meth:`Identification.save`
+  and :func:`load`.
 * :mod:`~keras_mgu.sysid.state`: the state of a new experiment from its first
   measured samples.
 * :mod:`~keras_mgu.sysid.scoring`: :func:`score` and :func:`rmse` under the
@@ -40,6 +42,7 @@ from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.model import LearnedInitialState, build_simulator
 from keras_mgu.sysid.population import Member, population_groups, train_population
 from keras_mgu.sysid.recipe import RunResult, Structure, identify, structures, train_simulator
+from keras_mgu.sysid.saving import ModelFileError, load
 from keras_mgu.sysid.scoring import CONVENTIONS, rmse, score
 from keras_mgu.sysid.selection import SELECTION_RULES, greedy_ensemble
 from keras_mgu.sysid.state import fit_initial_state
@@ -53,6 +56,7 @@ __all__ = [
     "LearnedInitialState",
     "LinearModel",
     "Member",
+    "ModelFileError",
     "RecipeConfig",
     "RunResult",
     "SELECTION_RULES",
@@ -65,6 +69,7 @@ __all__ = [
     "fit_initial_state",
     "greedy_ensemble",
     "identify",
+    "load",
     "population_groups",
     "rmse",
     "score",

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import os
 from typing import Any
 
 import keras
 import numpy as np
 
-from keras_mgu.datasets import Normalizer, Record
+from keras_mgu.datasets import Normalizer, Protocol, Record
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.linear import LinearModel
 from keras_mgu.sysid.scoring import score
@@ -104,6 +105,15 @@ class Identification:
         members: Runs whose simulations are averaged, a repeated index
             weighing more (``(3, 3, 0)``: ``(2 y_3 + y_0) / 3``); empty: the
             best run alone (see :mod:`~keras_mgu.sysid.selection`).
+        input_names, output_names: The estimation record's channel names.
+        ts: Its sampling period in seconds (None: unknown).
+        protocol: The data's scoring protocol
+            (:class:`~keras_mgu.datasets.Protocol`), or None.
+
+    :meth:`save` writes it to one file and :func:`keras_mgu.sysid.load`
+    reads it back (:mod:`~keras_mgu.sysid.saving`); a loaded one simulates and
+    scores the same, but its runs have no early-stopping history
+    (``RunResult.stopper`` is None).
     """
 
     runs: list
@@ -112,6 +122,10 @@ class Identification:
     start: tuple[np.ndarray, np.ndarray] | None = None
     linear_table: list = dataclasses.field(default_factory=list)
     members: tuple[int, ...] = ()
+    input_names: tuple[str, ...] = ()
+    output_names: tuple[str, ...] = ()
+    ts: float | None = None
+    protocol: Protocol | None = None
 
     @property
     def model(self) -> keras.Model:
@@ -185,6 +199,18 @@ class Identification:
         See :meth:`validation_error`; a non-finite RMSE is ``inf``.
         """
         return error_rmse(self.validation_error(data))
+
+    def save(self, filepath: str | os.PathLike) -> str:
+        """Write this identification to one model file (``.kmgu``); returns its path.
+
+        See :func:`keras_mgu.sysid.saving.save`: every run, its network, signal
+        path and settings, the record's names and protocol; written to a
+        temporary file in the same folder and renamed, so an earlier file at
+        ``filepath`` survives a failed save.
+        """
+        from keras_mgu.sysid.saving import save
+
+        return save(self, filepath)
 
     def run_alone(self, k: int) -> Identification:
         """This identification with run ``k`` alone kept."""

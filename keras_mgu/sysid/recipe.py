@@ -159,7 +159,12 @@ def identify(
     runs = trainer.train([(option, seed) for option in options])
     winner = next(o for o in options if o.name == runs[_best_run(runs)].structure)
     runs += trainer.train([(winner, seed + 1000 * k) for k in range(1, restarts)])
-    found = Identification(runs, _best_run(runs), data.n_initial, trainer.first, linear_table)
+    est = data.estimation
+    found = Identification(
+        runs, _best_run(runs), data.n_initial, trainer.first, linear_table,
+        input_names=est.input_names, output_names=est.output_names, ts=est.ts,
+        protocol=data.protocol,
+    )  # fmt: skip
     rule = winner.config.selection
     if rule != "best":
         found.members = select([run.validation_error for run in runs], rule)

@@ -58,6 +58,8 @@ class RunResult:
     the error it is the RMSE of (``(N_scored, n_outputs)``, what the selection
     rules read). ``structure`` and ``path`` say how the network's signals
     relate to the physical ones; these four are set by :func:`identify`.
+    ``stopper`` (the early stopping, with the training history) is None in a
+    run loaded from a model file (:func:`~keras_mgu.sysid.load`).
     """
 
     model: keras.Model
@@ -65,7 +67,7 @@ class RunResult:
     validation_score: float
     best_iteration: int
     seconds: float
-    stopper: WeightedEarlyStopping
+    stopper: WeightedEarlyStopping | None
     config: RecipeConfig | None = None
     validation_rmse: float = float("nan")
     validation_error: np.ndarray | None = None

@@ -17,8 +17,8 @@ the oracle and *workers* run trials, told apart by the environment variables
 workers=N)`` starts ``N`` local worker processes itself; across machines,
 run the same ``tune`` call (or ``keras-mgu tune``) on every machine with
 those variables set (see ``docs/sweeps.md``). The chief returns the table;
-each trial saves its :class:`Identification` (``identification.pkl`` in
-its KerasTuner trial folder), and the chief returns the best one from there;
+each trial saves its :class:`Identification` (``identification.kmgu``, a
+model file, in its KerasTuner trial folder), and the chief returns the best one from there;
 where it cannot read it (a worker on another machine with its own folder),
 the best trial's settings are identified again in the calling process (same
 seeds: the same numbers).
@@ -58,7 +58,6 @@ import pickle
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -266,29 +265,22 @@ def _overrun(overruns: Sequence[float]) -> float:
     return sum(warm) / len(warm) if warm else 0.0
 
 
-#: A trial's saved Identification, in its KerasTuner trial folder.
-FOUND_FILE = "identification.pkl"
+#: A trial's saved Identification (a model file, :mod:`~keras_mgu.sysid.saving`), in its
+#: KerasTuner trial folder.
+FOUND_FILE = "identification.kmgu"
 
 
 def _save_found(found: Identification, trial_dir: str) -> None:
-    """Pickle ``found`` into ``trial_dir``, whole or not at all (a temporary file, renamed)."""
-    fd, tmp = tempfile.mkstemp(prefix=".identification-", dir=trial_dir)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(found, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, os.path.join(trial_dir, FOUND_FILE))
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    """Save ``found`` into ``trial_dir``, whole or not at all (a temporary file, renamed)."""
+    found.save(os.path.join(trial_dir, FOUND_FILE))
 
 
 def _load_found(trial_dir: str) -> Identification | None:
     """The Identification a trial of this search saved in ``trial_dir``; ``None`` if absent."""
+    from keras_mgu.sysid.saving import load
+
     path = os.path.join(trial_dir, FOUND_FILE)
-    if not os.path.exists(path):
-        return None
-    with open(path, "rb") as f:
-        return pickle.load(f)
+    return load(path) if os.path.exists(path) else None
 
 
 def _oracle_seed(seed: int) -> int:

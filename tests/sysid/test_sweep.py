@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("keras_tuner")
 
 from keras_mgu import datasets  # noqa: E402
-from keras_mgu.sysid import RecipeConfig, check_space, recipe, sweep, tune  # noqa: E402
+from keras_mgu.sysid import RecipeConfig, check_space, recipe, saving, sweep, tune  # noqa: E402
 from tests.helpers import BACKEND_INDEPENDENT, SERIAL  # noqa: E402
 
 pytestmark = BACKEND_INDEPENDENT
@@ -94,7 +94,7 @@ def test_distributed_chief_and_two_workers_on_localhost(data, tmp_path):
     assert sorted(row["units"] for row in result.table) == [(3,), (4,), (5,)]
     assert all(row["status"] == "COMPLETED" for row in result.table)
     # Trials ran in the workers, each saved its model; the chief returns the best one's.
-    assert sorted(p.parent.name for p in tmp_path.glob("sweep/trial_*/identification.pkl")) == [
+    assert sorted(p.parent.name for p in tmp_path.glob(f"sweep/trial_*/{sweep.FOUND_FILE}")) == [
         f"trial_{row['trial']}" for row in result.table
     ]
     best = min(result.table, key=lambda row: row["validation_rmse"])
@@ -109,7 +109,7 @@ def test_the_best_trial_is_identified_again_where_its_saved_model_is_missing(dat
     job = sweep._job(data, space, TINY, 2, 1, 0, "grid", tmp_path, "sweep")
     job.update(overwrite=False, trial_budget=None)  # the finished search, read back
     tuner = sweep._make_tuner(job)
-    for saved in tmp_path.glob("sweep/trial_*/identification.pkl"):
+    for saved in tmp_path.glob(f"sweep/trial_*/{sweep.FOUND_FILE}"):
         saved.unlink()
     again = sweep._result(tuner, job)
     assert again.best is not result.best
@@ -123,11 +123,10 @@ def test_a_saved_trial_survives_a_crash_while_saving_the_next(data, tmp_path, mo
     trial_dir = next(tmp_path.glob("sweep/trial_*"))
     before = (trial_dir / sweep.FOUND_FILE).read_bytes()
 
-    def crash(obj, f, protocol=None):
-        f.write(b"half a pickle")
+    def crash(model):  # the manifest is written, the networks not yet
         raise OSError("disk full")
 
-    monkeypatch.setattr(sweep.pickle, "dump", crash)
+    monkeypatch.setattr(saving, "network_bytes", crash)
     with pytest.raises(OSError, match="disk full"):
         sweep._save_found(result.best, str(trial_dir))
     assert (trial_dir / sweep.FOUND_FILE).read_bytes() == before

@@ -1,0 +1,78 @@
+"""``keras-mgu export``: a saved model as a standalone ONNX simulator.
+
+Reads the model file (``.kmgu``) and writes one ONNX file that simulates in
+physical units: the standardisation, the linear model (when the model has
+one), the network(s) and the average of averaged runs are all in it
+(:func:`keras_mgu.sysid.standalone.export_simulator`; docs/deployment.md).
+
+Inputs of the file (float32, batch first): learned-state models take ``u``
+(batch, N, n_inputs) and simulate from the learned state (fitting the state
+to measured outputs is an optimisation that stays in Python); encoder models
+take ``u_initial`` (batch, n, n_inputs) and ``y_initial`` (batch, n,
+n_outputs), the first n measured samples, and ``u`` (batch, M, n_inputs),
+the inputs after them. The output is the simulation (batch, N or M,
+n_outputs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from keras_mgu.cli.identify import UsageError
+
+__all__ = ["add_arguments", "check_arguments", "run_command"]
+
+HELP = "write a saved model (.kmgu) as a standalone ONNX simulator"
+DESCRIPTION = (
+    __doc__.split("\n\n", 1)[1]
+    + """
+examples:
+  keras-mgu export --model outputs/system_identification/mgu_h32_lr0.01/mgu.kmgu \\
+      --format onnx --out mgu.onnx
+  keras-mgu export --model mgu.kmgu --out mgu.onnx --backend tensorflow
+"""
+)
+FORMATS = ("onnx",)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``export``."""
+    parser.add_argument("--model", required=True, metavar="FILE",
+                        help="model file (.kmgu) from keras-mgu identify")  # fmt: skip
+    parser.add_argument("--format", choices=FORMATS, default="onnx", help="file format")
+    parser.add_argument("--out", required=True, metavar="FILE", help="the file to write")
+    parser.add_argument("--backend", choices=("tensorflow", "jax", "torch"),
+                        help="Keras backend whose exporter writes the file (default: "
+                        "$KERAS_BACKEND, else Keras' configured one)")  # fmt: skip
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """The model file must exist (:class:`UsageError` otherwise)."""
+    if not os.path.isfile(args.model):
+        raise UsageError(f"--model: no such file: {args.model!r}")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Load the model, write the ONNX file, print its inputs and outputs; exit status 0."""
+    from keras_mgu import sysid
+    from keras_mgu.sysid.standalone import export_simulator
+
+    try:
+        found = sysid.load(args.model)
+    except ValueError as err:  # ModelFileError
+        raise UsageError(f"cannot load the model: {err}") from err
+    try:
+        model = export_simulator(found, args.out, format=args.format)
+    except (ValueError, ImportError) as err:
+        raise UsageError(f"cannot export: {err}") from err
+    inputs = ", ".join(f"{x.name} {_shape(x.shape)}" for x in model.inputs)
+    print(f"inputs: {inputs} (physical units: {', '.join(found.input_names)})")
+    print(f"output: {_shape(model.output.shape)} ({', '.join(found.output_names)})")
+    print(f"{args.format}: {args.out}")
+    return 0
+
+
+def _shape(shape: tuple) -> str:
+    names = iter(("batch", "N"))
+    return "(" + ", ".join(str(d) if d is not None else next(names) for d in shape) + ")"

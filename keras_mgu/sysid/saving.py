@@ -1,0 +1,328 @@
+"""Model files: an :class:`~keras_mgu.sysid.Identification` saved as one ``.kmgu`` file.
+
+A model file is a zip archive (suffix :data:`SUFFIX`) holding:
+
+* ``keras_mgu_identification.json``, the manifest: :data:`FORMAT` and
+  :data:`FORMAT_VERSION`; provenance (keras-mgu and Keras versions, the
+  backend it was saved on, the time); the chosen run and the averaged
+  members; the record's input and output names, sampling period and scoring
+  protocol; and per run its seed, validation scores, best iteration,
+  training seconds, structure, resolved :class:`RecipeConfig`, standardisation
+  statistics and the archive path of its network.
+* ``arrays.npz`` (read with ``allow_pickle=False``): the estimation record's
+  first samples (``start_u``, ``start_y``, where encoder models start), and
+  per run ``k`` its linear model (``run{k}_linear_a``/``_b``/``_c``) and
+  validation error (``run{k}_validation_error``).
+* ``runs/run_{k}.keras``: run ``k``'s network, a Keras ``.keras`` archive
+  without optimizer state, loaded with ``safe_mode=True``.
+
+Every run is kept (not only the chosen one and the averaged members), so
+``validation_scores`` and :meth:`~keras_mgu.sysid.Identification.run_alone`
+work after loading. Loading runs no pickled code, and works on any backend:
+the networks are float32 Keras models and the rest is JSON and NumPy arrays.
+What is not saved: the runs' early stopping and training history
+(``RunResult.stopper`` is None after loading).
+
+:func:`save` writes a temporary file in the target's folder and renames it
+over the target, so an earlier file survives a save that fails. :func:`load`
+refuses a file that is not a model file (a plain zip archive, a ``.keras``
+model), a truncated or corrupted one, and one of a newer format version, each
+with a :class:`ModelFileError` that says which.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import json
+import math
+import os
+import tempfile
+import zipfile
+import zlib
+from typing import Any
+
+import numpy as np
+
+from keras_mgu._version import __version__
+from keras_mgu.datasets import Normalizer, Protocol
+from keras_mgu.sysid.config import RecipeConfig
+from keras_mgu.sysid.identification import Identification, SignalPath
+from keras_mgu.sysid.linear import LinearModel
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "SUFFIX", "ModelFileError", "load", "save"]
+
+#: The suggested suffix of model files.
+SUFFIX = ".kmgu"
+#: The manifest's ``format`` value, and the newest format version this code reads and writes.
+FORMAT, FORMAT_VERSION = "keras_mgu.identification", 1
+MANIFEST, ARRAYS = "keras_mgu_identification.json", "arrays.npz"
+
+
+class ModelFileError(ValueError):
+    """A file that is not a readable keras-mgu model file (the message says why)."""
+
+
+# ------------------------------------------------------------------------------------- saving
+def save(found: Identification, filepath: str | os.PathLike) -> str:
+    """Write ``found`` to ``filepath`` (one zip archive); returns the path written.
+
+    The archive is written to a temporary file in the same folder, flushed to
+    disk and renamed over ``filepath``: a save that fails leaves an earlier
+    file at ``filepath`` as it was, and no temporary file behind.
+    """
+    if not isinstance(found, Identification):
+        raise TypeError(f"save() expects a keras_mgu.sysid.Identification; got {type(found)}.")
+    if any(run.path is None or run.config is None for run in found.runs):
+        raise ValueError(
+            "Every run to save needs its signal path and settings (`path`, `config`), as the "
+            "runs of keras_mgu.sysid.identify have."
+        )
+    filepath = os.fspath(filepath)
+    folder = os.path.dirname(os.path.abspath(filepath))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(filepath)}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            _write_archive(found, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, filepath)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return filepath
+
+
+def _write_archive(found: Identification, f: io.IOBase) -> None:
+    manifest, arrays = _manifest(found), _arrays(found)
+    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(MANIFEST, json.dumps(manifest, indent=1))
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        archive.writestr(ARRAYS, buffer.getvalue())
+        for k, run in enumerate(found.runs):
+            archive.writestr(_network_name(k), network_bytes(run.model))
+
+
+def _network_name(k: int) -> str:
+    return f"runs/run_{k}.keras"
+
+
+def network_bytes(model: Any) -> bytes:
+    """``model`` as the bytes of a ``.keras`` archive, without its optimizer."""
+    import keras
+
+    clone = keras.models.clone_model(model)
+    clone.set_weights(model.get_weights())
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "network.keras")
+        clone.save(path)
+        with open(path, "rb") as f:
+            return f.read()
+
+
+def _manifest(found: Identification) -> dict:
+    import keras
+
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "keras_mgu_version": __version__,
+        "keras_version": keras.__version__,
+        "backend": keras.backend.backend(),
+        "saved_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "best": int(found.best),
+        "members": [int(k) for k in found.members],
+        "n_initial": found.n_initial,
+        "has_start": found.start is not None,
+        "input_names": list(found.input_names),
+        "output_names": list(found.output_names),
+        "ts": found.ts,
+        "protocol": None if found.protocol is None else dataclasses.asdict(found.protocol),
+        "linear_table": [{k: _json_float(v) for k, v in row.items()} for row in found.linear_table],
+        "runs": [_run_entry(run, k) for k, run in enumerate(found.runs)],
+    }
+
+
+def _run_entry(run: Any, k: int) -> dict:
+    path = run.path
+    return {
+        "seed": int(run.seed),
+        "validation_score": _json_float(run.validation_score),
+        "validation_rmse": _json_float(run.validation_rmse),
+        "best_iteration": int(run.best_iteration),
+        "seconds": float(run.seconds),
+        "structure": run.structure,
+        "config": dataclasses.asdict(run.config),
+        "outer": path.outer.get_config(),
+        "inner": None if path.inner is None else path.inner.get_config(),
+        "has_linear": path.linear is not None,
+        "has_validation_error": run.validation_error is not None,
+        "network": _network_name(k),
+    }
+
+
+def _arrays(found: Identification) -> dict[str, np.ndarray]:
+    arrays = {}
+    if found.start is not None:
+        arrays["start_u"], arrays["start_y"] = (np.asarray(a) for a in found.start)
+    for k, run in enumerate(found.runs):
+        if run.path.linear is not None:
+            for name in ("a", "b", "c"):
+                arrays[f"run{k}_linear_{name}"] = np.asarray(getattr(run.path.linear, name))
+        if run.validation_error is not None:
+            arrays[f"run{k}_validation_error"] = np.asarray(run.validation_error)
+    return arrays
+
+
+def _json_float(value: Any) -> Any:
+    """A float for JSON: non-finite values as the strings ``"inf"``, ``"-inf"``, ``"nan"``."""
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else str(value)
+    return value
+
+
+# ------------------------------------------------------------------------------------ loading
+def load(filepath: str | os.PathLike) -> Identification:
+    """The :class:`~keras_mgu.sysid.Identification` saved in ``filepath``.
+
+    Loads on any Keras backend. The runs have no early-stopping history
+    (``RunResult.stopper`` is None); everything else is as saved.
+
+    Raises:
+        FileNotFoundError: no file at ``filepath``.
+        ModelFileError: (a ``ValueError``) not a keras-mgu model file (a
+            plain zip archive, a ``.keras`` model, anything else), a truncated
+            or corrupted one, or one of a newer format version.
+    """
+    filepath = os.fspath(filepath)
+    if not os.path.isfile(filepath):
+        raise FileNotFoundError(f"No such model file: {filepath!r}.")
+    try:
+        with zipfile.ZipFile(filepath) as archive:
+            manifest = _read_manifest(archive, filepath)
+            return _identification(archive, manifest)
+    except (zipfile.BadZipFile, zlib.error) as err:
+        raise ModelFileError(
+            f"{filepath!r} is not a keras-mgu model file, or it is truncated or corrupted "
+            f"(not a readable zip archive: {err})."
+        ) from None
+    except (KeyError, TypeError, ValueError, OSError, EOFError) as err:
+        if isinstance(err, ModelFileError):
+            raise
+        raise ModelFileError(
+            f"{filepath!r} is a damaged keras-mgu model file (an entry is missing or does not "
+            f"read: {type(err).__name__}: {err})."
+        ) from None
+
+
+def _read_manifest(archive: zipfile.ZipFile, filepath: str) -> dict:
+    names = set(archive.namelist())
+    if MANIFEST not in names:
+        if {"config.json", "metadata.json"} <= names:
+            raise ModelFileError(
+                f"{filepath!r} is a Keras model archive (.keras), not a keras-mgu model file "
+                "(an Identification saved with .save()); load it with keras.saving.load_model."
+            )
+        raise ModelFileError(
+            f"{filepath!r} is a zip archive but not a keras-mgu model file (it has no "
+            f"{MANIFEST!r})."
+        )
+    manifest = json.loads(archive.read(MANIFEST))
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ModelFileError(
+            f"{filepath!r} is not a keras-mgu model file (its manifest's format is not {FORMAT!r})."
+        )
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version < 1:
+        raise ModelFileError(f"{filepath!r} has a bad format version {version!r}.")
+    if version > FORMAT_VERSION:
+        raise ModelFileError(
+            f"{filepath!r} was written by a newer keras-mgu ({manifest.get('keras_mgu_version')}, "
+            f"format version {version}); this keras-mgu ({__version__}) reads format versions up "
+            f"to {FORMAT_VERSION}. Upgrade keras-mgu to load it."
+        )
+    return manifest
+
+
+def _identification(archive: zipfile.ZipFile, manifest: dict) -> Identification:
+    with np.load(io.BytesIO(archive.read(ARRAYS)), allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    runs = [_run(archive, entry, k, arrays) for k, entry in enumerate(manifest["runs"])]
+    start = (arrays["start_u"], arrays["start_y"]) if manifest["has_start"] else None
+    protocol = manifest["protocol"]
+    table = [{k: _from_json(v) for k, v in row.items()} for row in manifest["linear_table"]]
+    return Identification(
+        runs,
+        int(manifest["best"]),
+        n_initial=manifest["n_initial"],
+        start=start,
+        linear_table=table,
+        members=tuple(int(k) for k in manifest["members"]),
+        input_names=tuple(manifest["input_names"]),
+        output_names=tuple(manifest["output_names"]),
+        ts=manifest["ts"],
+        protocol=None if protocol is None else Protocol(**protocol),
+    )
+
+
+def _run(archive: zipfile.ZipFile, entry: dict, k: int, arrays: dict) -> Any:
+    from keras_mgu.sysid.run import RunResult
+
+    linear = None
+    if entry["has_linear"]:
+        linear = LinearModel(*(arrays[f"run{k}_linear_{name}"] for name in ("a", "b", "c")))
+    inner = None if entry["inner"] is None else Normalizer(**entry["inner"])
+    path = SignalPath(Normalizer(**entry["outer"]), linear, inner)
+    error = arrays[f"run{k}_validation_error"] if entry["has_validation_error"] else None
+    return RunResult(
+        model=network_from_bytes(archive.read(entry["network"])),
+        seed=int(entry["seed"]),
+        validation_score=_float(entry["validation_score"]),
+        best_iteration=int(entry["best_iteration"]),
+        seconds=float(entry["seconds"]),
+        stopper=None,
+        config=config_from_dict(entry["config"]),
+        validation_rmse=_float(entry["validation_rmse"]),
+        validation_error=error,
+        structure=entry["structure"],
+        path=path,
+    )
+
+
+def network_from_bytes(data: bytes) -> Any:
+    """The Keras model of a ``.keras`` archive's bytes (``safe_mode=True``, not compiled)."""
+    import keras
+
+    import keras_mgu.sysid.model  # noqa: F401 - registers LearnedInitialState
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "network.keras")
+        with open(path, "wb") as f:
+            f.write(data)
+        return keras.saving.load_model(path, compile=False, safe_mode=True)
+
+
+def config_from_dict(values: dict) -> RecipeConfig:
+    """A :class:`RecipeConfig` from ``dataclasses.asdict`` of one, read back from JSON."""
+    fields = {f.name for f in dataclasses.fields(RecipeConfig)}
+    unknown = sorted(set(values) - fields)
+    if unknown:
+        raise ModelFileError(f"The saved settings have fields this keras-mgu lacks: {unknown}.")
+    values = dict(values)
+    for name in ("units", "decay_points"):
+        if values.get(name) is not None:
+            values[name] = tuple(values[name])
+    return RecipeConfig(**values)
+
+
+def _from_json(value: Any) -> Any:
+    """Undo :func:`_json_float`: the strings of non-finite floats back to floats."""
+    return float(value) if isinstance(value, str) else value
+
+
+def _float(value: Any) -> float:
+    return float(value)
