@@ -575,6 +575,25 @@ def test_simulate_without_outputs_runs_from_the_learned_state(model_file, tmp_pa
     assert "--n-initial needs the measured outputs" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("suffix", [".npz", ".mat", ".txt"])
+def test_simulate_reads_the_data_formats_of_identify(model_file, tmp_path, suffix):
+    """The columns by the model's names from an .npz, a .mat and a semicolon-separated file."""
+    import scipy.io
+
+    path, found, data = model_file
+    u, y = data.test.u[:, 0], data.test.y[:, 0]
+    file = tmp_path / f"new{suffix}"
+    if suffix == ".npz":
+        np.savez(file, y=y, u=u)
+    elif suffix == ".mat":
+        scipy.io.savemat(file, {"y": y[:, None], "u": u[:, None]})
+    else:
+        file.write_text("y;u\n" + "".join(f"{b!r};{a!r}\n" for a, b in zip(u.tolist(), y.tolist())))
+    out = tmp_path / "sim.csv"
+    assert main(["simulate", "--model", path, "--data", str(file), "--out", str(out)]) == 0
+    np.testing.assert_allclose(read_simulation(out)[1], found.simulate(data.test.u), rtol=1e-7)
+
+
 def test_simulate_and_export_refuse_bad_files(model_file, tmp_path, capsys):
     path, found, data = model_file
     no_u = tmp_path / "no_u.csv"
@@ -586,7 +605,7 @@ def test_simulate_and_export_refuse_bad_files(model_file, tmp_path, capsys):
     unnamed = unnamed.save(tmp_path / "unnamed.kmgu")
     cases = [
         (["simulate", "--model", unnamed, "--data", csv], "does not name its input and output"),
-        (["simulate", "--model", path, "--data", str(no_u)], "Column 'u' not found"),
+        (["simulate", "--model", path, "--data", str(no_u)], "no column 'u'; available columns"),
         (["simulate", "--model", str(not_a_model), "--data", csv], "not a keras-mgu model file"),
         (["simulate", "--model", path, "--data", "/no/such.csv"], "--data: no such file"),
         (["export", "--model", str(not_a_model)], "cannot load the model"),

@@ -1,14 +1,16 @@
-"""``keras-mgu simulate``: simulate a saved model on a new experiment's CSV file.
+"""``keras-mgu simulate``: simulate a saved model on a new experiment's data file.
 
 Reads the model file (``.kmgu``, written by ``keras-mgu identify`` or
-``Identification.save``) and the CSV file's columns named as the model's
-inputs, simulates, and writes one column ``<output>_sim`` per output (one row
-per sample, the rows of the data file). When the file also has the output
-columns, prints the RMSE of the simulation: over all samples (simulated from
-the inputs alone, from the state the model learned or its estimation
-record's start), and with ``--n-initial N`` from sample N on, the state set
-from the first N measured outputs (then the file written is that
-simulation, its first N rows the measured outputs).
+``Identification.save``) and the data file's columns named as the model's
+inputs (delimited text with a header row, ``.mat`` or ``.npz``, as
+``keras-mgu identify --train`` reads them), simulates, and writes one column
+``<output>_sim`` per output (one row per sample, the rows of the data file).
+When the file also has the output columns, prints the RMSE of the
+simulation: over all samples (simulated from the inputs alone, from the state
+the model learned or its estimation record's start), and with
+``--n-initial N`` from sample N on, the state set from the first N measured
+outputs (then the file written is that simulation, its first N rows the
+measured outputs).
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``simulate``."""
     parser.add_argument("--model", required=True, metavar="FILE",
                         help="model file (.kmgu) from keras-mgu identify")  # fmt: skip
-    parser.add_argument("--data", required=True, metavar="CSV",
-                        help="the experiment: a header row, one row per sample, the model's "
-                        "input columns (and its output columns to score)")  # fmt: skip
+    parser.add_argument("--data", required=True, metavar="FILE",
+                        help="the experiment (.csv/.txt/.tsv/.dat/.asc with a header row, .mat "
+                        "or .npz): one row per sample, the model's input columns by name (and "
+                        "its output columns to score)")  # fmt: skip
     parser.add_argument(
         "--out",
         required=True,
@@ -65,12 +68,15 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 
 def read_data(path: str, found: Any) -> tuple[Any, Any]:
-    """``(u (N, n_inputs), y (N, n_outputs) or None)`` from the CSV columns the model names.
+    """``(u (N, n_inputs), y (N, n_outputs) or None)`` from the columns the model names.
 
-    ``y`` is None when the file has none of the output columns; some but not
-    all of them is an error.
+    The file is any that :func:`keras_mgu.datasets.load_record` reads (delimited
+    text with a header row, ``.mat``, ``.npz``). ``y`` is None when the file
+    has none of the output columns; some but not all of them is an error.
     """
-    from keras_mgu.datasets.files import _numeric_columns, _read_table
+    import numpy as np
+
+    from keras_mgu.datasets.loaders import read_table
 
     inputs, outputs = list(found.input_names), list(found.output_names)
     if not inputs or not outputs:
@@ -78,15 +84,16 @@ def read_data(path: str, found: Any) -> tuple[Any, Any]:
             "the model file does not name its input and output channels (an Identification "
             "saved without them); name them (input_names, output_names) and save it again."
         )
-    header, rows = _read_table(path)
-    present = [name for name in outputs if name in header]
+    table = read_table(path)
+    names = table.names or ()
+    present = [name for name in outputs if name in names]
     if present and len(present) < len(outputs):
-        missing = [name for name in outputs if name not in header]
+        missing = [name for name in outputs if name not in names]
         raise ValueError(
             f"{path!r} has the output column(s) {present} but not {missing}; give all of the "
             "model's outputs (to score) or none (to simulate only)."
         )
-    values = _numeric_columns(header, rows, inputs + present, path)
+    values = np.stack([table.values(table.index(name)) for name in inputs + present], axis=1)
     return values[:, : len(inputs)], (values[:, len(inputs) :] if present else None)
 
 
