@@ -38,8 +38,8 @@ class _Design:
     excitation: Callable[[np.random.Generator, int, float], np.ndarray]  # unit std
     u_mean: float
     u_std: float
-    simulate: Callable[[np.ndarray, float], np.ndarray]  # u (N,) -> noise-free y (N,)
-    parameters: Any
+    simulate: Callable[[np.ndarray, float, Any], np.ndarray]  # u (N,), ts, params -> y (N,)
+    parameters: Callable[[], Any]  # made on use: the default filters need scipy.signal
     input_name: str
     output_name: str
     u_min: float = -math.inf
@@ -85,16 +85,16 @@ def _steps(hold: tuple[int, int]):
     return draw
 
 
-def _tank_output(p: TankParameters) -> Callable[[np.ndarray, float], np.ndarray]:
-    h0 = p.steady_state(2.8)
-
-    def simulate(u: np.ndarray, ts: float) -> np.ndarray:
-        return p.sensor_gain * simulate_tank_levels(u, ts, p, initial_levels=h0)[:, 1]
-
-    return simulate
+def _tank_output(u: np.ndarray, ts: float, p: TankParameters) -> np.ndarray:
+    """Lower-tank reading ``(N,)`` from the steady state for the mean input (2.8 V)."""
+    levels = simulate_tank_levels(u, ts, p, initial_levels=p.steady_state(2.8))
+    return p.sensor_gain * levels[:, 1]
 
 
-_TANKS = TankParameters(h1_max=6.0, h2_max=8.0, sensor_max=100.0)
+def _overflowing_tanks() -> TankParameters:
+    return TankParameters(h1_max=6.0, h2_max=8.0, sensor_max=100.0)
+
+
 _DESIGNS: dict[str, _Design] = {
     "duffing": _Design(
         ts=0.4,
@@ -102,8 +102,8 @@ _DESIGNS: dict[str, _Design] = {
         excitation=_multisine(0.0, 0.5),
         u_mean=0.0,
         u_std=0.3,
-        simulate=lambda u, ts: plants.simulate_duffing(u, ts)[:, 0],
-        parameters=plants.DuffingParameters(),
+        simulate=lambda u, ts, p: plants.simulate_duffing(u, ts, p)[:, 0],
+        parameters=plants.DuffingParameters,
         input_name="force",
         output_name="displacement",
     ),
@@ -113,8 +113,8 @@ _DESIGNS: dict[str, _Design] = {
         excitation=_multisine(5.0, 150.0),
         u_mean=0.0,
         u_std=50.0,
-        simulate=lambda u, ts: plants.simulate_bouc_wen(u, ts)[:, 0],
-        parameters=plants.BoucWenParameters(),
+        simulate=lambda u, ts, p: plants.simulate_bouc_wen(u, ts, p)[:, 0],
+        parameters=plants.BoucWenParameters,
         input_name="force",
         output_name="displacement",
     ),
@@ -124,8 +124,8 @@ _DESIGNS: dict[str, _Design] = {
         excitation=_filtered_noise(0.4),
         u_mean=0.0,
         u_std=1.0,
-        simulate=lambda u, ts: plants.simulate_wiener_hammerstein(u),
-        parameters=plants.WienerHammersteinParameters(),
+        simulate=lambda u, ts, p: plants.simulate_wiener_hammerstein(u, p),
+        parameters=plants.WienerHammersteinParameters,
         input_name="u",
         output_name="y",
     ),
@@ -135,8 +135,8 @@ _DESIGNS: dict[str, _Design] = {
         excitation=_steps((20, 150)),
         u_mean=0.0,
         u_std=3.0,
-        simulate=lambda u, ts: plants.simulate_two_mass_drive(u, ts)[:, 3],
-        parameters=plants.TwoMassParameters(),
+        simulate=lambda u, ts, p: plants.simulate_two_mass_drive(u, ts, p)[:, 3],
+        parameters=plants.TwoMassParameters,
         input_name="torque",
         output_name="load_speed",
     ),
@@ -146,8 +146,8 @@ _DESIGNS: dict[str, _Design] = {
         excitation=_multisine(0.0, 0.0047),
         u_mean=2.8,
         u_std=1.0,
-        simulate=_tank_output(_TANKS),
-        parameters=_TANKS,
+        simulate=_tank_output,
+        parameters=_overflowing_tanks,
         input_name="u",
         output_name="y",
         u_min=0.0,
@@ -286,7 +286,8 @@ def zoo_plant(
     _check_arguments(n, snr_db, beyond_factor)
     excitation_seed, noise_seed = np.random.SeedSequence(seed).spawn(2)
     made = _inputs(design, np.random.default_rng(excitation_seed), n, float(beyond_factor))
-    clean = {part: design.simulate(u, design.ts) for part, u in made["u"].items()}
+    parameters = design.parameters()
+    clean = {part: design.simulate(u, design.ts, parameters) for part, u in made["u"].items()}
     noise_std = 0.0
     if snr_db is not None:
         noise_std = float(clean["estimation"].std()) * 10.0 ** (-float(snr_db) / 20.0)
@@ -312,5 +313,5 @@ def zoo_plant(
         u_range=(float(u_est.min()), float(u_est.max())),
         snr_db=None if snr_db is None else float(snr_db),
         noise_std=noise_std,
-        parameters=design.parameters,
+        parameters=parameters,
     )
