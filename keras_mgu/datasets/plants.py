@@ -271,6 +271,11 @@ class WienerHammersteinParameters:
             b2, a2 = signal.cheby2(3, 40.0, 0.35)
             object.__setattr__(self, "b2", b2)
             object.__setattr__(self, "a2", a2)
+        for b, a in (("b1", "a1"), ("b2", "a2")):
+            if (getattr(self, b) is None) != (getattr(self, a) is None):
+                raise ValueError(
+                    f"WienerHammersteinParameters: give both {b} and {a}, or neither (the default)."
+                )
         for name in ("b1", "a1", "b2", "a2"):
             object.__setattr__(self, name, _filter_coefficients(name, getattr(self, name)))
         if self.a1[0] == 0.0 or self.a2[0] == 0.0:

@@ -203,7 +203,11 @@ def _check_arguments(n_samples: Any, snr_db: Any, beyond_factor: Any) -> None:
         raise ValueError(f"`n_samples` must be an integer >= 100; received {n_samples!r}.")
     if snr_db is not None and not (isinstance(snr_db, (int, float)) and math.isfinite(snr_db)):
         raise ValueError(f"`snr_db` must be a finite number of dB or None; received {snr_db!r}.")
-    if not (isinstance(beyond_factor, (int, float)) and beyond_factor > 1.0):
+    if not (
+        isinstance(beyond_factor, (int, float))
+        and math.isfinite(beyond_factor)
+        and beyond_factor > 1.0
+    ):
         raise ValueError(f"`beyond_factor` must be a number > 1; received {beyond_factor!r}.")
 
 
@@ -226,8 +230,10 @@ def _beyond(dev: np.ndarray, est: tuple[float, float], factor: float) -> np.ndar
     return scale * dev
 
 
-def _inputs(design: _Design, rng: np.random.Generator, n: int, factor: float) -> dict[str, Any]:
-    """Inputs ``(n,)`` of the estimation, validation, test and beyond-range test records."""
+def _inputs(
+    design: _Design, rng: np.random.Generator, n: int, factor: float
+) -> tuple[dict[str, np.ndarray], int]:
+    """Inputs ``(n,)`` of the estimation, validation, test and beyond records; ``beyond_start``."""
     dev = {
         part: design.u_std * design.excitation(rng, n, design.ts) for part in ("est", "val", "test")
     }
@@ -244,7 +250,7 @@ def _inputs(design: _Design, rng: np.random.Generator, n: int, factor: float) ->
         "test": test,
         "beyond": beyond,
     }
-    return {"u": {k: design.u_mean + v for k, v in u.items()}, "start": start}
+    return {part: design.u_mean + v for part, v in u.items()}, start
 
 
 def zoo_plant(
@@ -285,30 +291,30 @@ def zoo_plant(
     n = design.n_samples if n_samples is None else n_samples
     _check_arguments(n, snr_db, beyond_factor)
     excitation_seed, noise_seed = np.random.SeedSequence(seed).spawn(2)
-    made = _inputs(design, np.random.default_rng(excitation_seed), n, float(beyond_factor))
+    inputs, start = _inputs(design, np.random.default_rng(excitation_seed), n, float(beyond_factor))
     parameters = design.parameters()
-    clean = {part: design.simulate(u, design.ts, parameters) for part, u in made["u"].items()}
+    clean = {part: design.simulate(u, design.ts, parameters) for part, u in inputs.items()}
     noise_std = 0.0
     if snr_db is not None:
         noise_std = float(clean["estimation"].std()) * 10.0 ** (-float(snr_db) / 20.0)
     noise_rng = np.random.default_rng(noise_seed)
     records = {
         part: Record(
-            made["u"][part][:, None],
+            inputs[part][:, None],
             (clean[part] + noise_std * noise_rng.standard_normal(n))[:, None],
             design.ts,
             (design.input_name,),
             (design.output_name,),
             f"zoo/{key}/{part}",
         )
-        for part in made["u"]
+        for part in inputs
     }
-    u_est = made["u"]["estimation"]
+    u_est = inputs["estimation"]
     return ZooPlant(
         name=key,
         data=SysIdData(records["estimation"], records["validation"], records["test"]),
         beyond=records["beyond"],
-        beyond_start=made["start"],
+        beyond_start=start,
         beyond_factor=float(beyond_factor),
         u_range=(float(u_est.min()), float(u_est.max())),
         snr_db=None if snr_db is None else float(snr_db),

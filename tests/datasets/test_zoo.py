@@ -69,6 +69,7 @@ def test_zoo_names_and_unknown_name():
         ({"n_samples": 500.0}, "n_samples` must be an integer >= 100"),
         ({"snr_db": float("nan")}, "snr_db` must be a finite number"),
         ({"beyond_factor": 1.0}, "beyond_factor` must be a number > 1"),
+        ({"beyond_factor": float("inf")}, "beyond_factor` must be a number > 1"),
     ],
 )
 def test_zoo_bad_arguments(kwargs, message):
@@ -81,6 +82,8 @@ def test_plant_parameters_are_checked():
         DuffingParameters(m=0.0)
     with pytest.raises(ValueError, match="TwoMassParameters.fm must be a >= 0 number"):
         TwoMassParameters(fm=-1.0)
+    with pytest.raises(ValueError, match="give both b1 and a1, or neither"):
+        WienerHammersteinParameters(b1=[1.0])
     with pytest.raises(ValueError, match="`u` must be a finite"):
         simulate_duffing(np.array([0.0, np.nan]))
 
