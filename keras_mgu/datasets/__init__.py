@@ -9,6 +9,10 @@ any Keras backend.
 * :func:`simulate_cascaded_tanks`: a simulated two-tank plant resembling the
   public Cascaded Tanks benchmark (equations in its docstring and in
   :class:`TankParameters`).
+* :func:`zoo_plant`, :data:`ZOO`: a zoo of simulated plants (Duffing,
+  Bouc-Wen, Wiener-Hammerstein, two-mass drive with friction, overflowing
+  tanks) with a test record within and one beyond the estimation input's
+  range, as a :class:`ZooPlant`.
 * :func:`load_record`: your own data from a ``.csv``/``.txt`` (any common
   delimiter, with or without a header), ``.mat`` or ``.npz`` file;
   :func:`join_experiments` puts several experiments into one record.
@@ -27,6 +31,9 @@ Import these names from ``keras_mgu.datasets``; the modules they live in:
 * ``protocols``: :class:`Protocol`, :data:`PROTOCOLS` and :func:`get_protocol`.
 * ``simulator``: :class:`TankParameters`, :func:`simulate_tank_levels`,
   :func:`simulate_cascaded_tanks` and the multisine/steps excitations.
+* ``plants``: the zoo's plants, their parameters and noise-free simulators
+  (:class:`DuffingParameters`, :func:`simulate_duffing`, ...).
+* ``zoo``: :data:`ZOO`, :class:`ZooPlant` and :func:`zoo_plant`.
 * ``files``: :func:`load_csv_records` and the CSV table readers.
 * ``loaders``: :func:`load_record`, by suffix, over ``tables`` (column
   selection and checks), ``text_files`` (delimited text) and ``array_files``
@@ -50,6 +57,16 @@ from keras_mgu.datasets.benchmarks import (
 )
 from keras_mgu.datasets.files import load_csv_records
 from keras_mgu.datasets.loaders import load_record
+from keras_mgu.datasets.plants import (
+    BoucWenParameters,
+    DuffingParameters,
+    TwoMassParameters,
+    WienerHammersteinParameters,
+    simulate_bouc_wen,
+    simulate_duffing,
+    simulate_two_mass_drive,
+    simulate_wiener_hammerstein,
+)
 from keras_mgu.datasets.preprocessing import Normalizer, make_windows
 from keras_mgu.datasets.protocols import (
     NONLINEAR_BENCHMARKS_VERSION,
@@ -63,15 +80,22 @@ from keras_mgu.datasets.simulator import (
     simulate_cascaded_tanks,
     simulate_tank_levels,
 )
+from keras_mgu.datasets.zoo import ZOO, ZooPlant, zoo_plant
 
 __all__ = [
     "NONLINEAR_BENCHMARKS_VERSION",
     "PROTOCOLS",
+    "ZOO",
+    "BoucWenParameters",
+    "DuffingParameters",
     "Normalizer",
     "Protocol",
     "Record",
     "SysIdData",
     "TankParameters",
+    "TwoMassParameters",
+    "WienerHammersteinParameters",
+    "ZooPlant",
     "get_protocol",
     "join_experiments",
     "load_benchmark",
@@ -82,6 +106,11 @@ __all__ = [
     "load_record",
     "load_wh2009",
     "make_windows",
+    "simulate_bouc_wen",
     "simulate_cascaded_tanks",
+    "simulate_duffing",
     "simulate_tank_levels",
+    "simulate_two_mass_drive",
+    "simulate_wiener_hammerstein",
+    "zoo_plant",
 ]

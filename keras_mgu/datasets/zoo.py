@@ -1,0 +1,323 @@
+"""A zoo of simulated plants: experiments to judge an identification method on.
+
+* :data:`ZOO`: the plant names.
+* :func:`zoo_plant`: one plant's estimation, validation and test records and
+  a test record that goes beyond the estimation input's range, as a
+  :class:`ZooPlant`.
+
+The plants' equations and simulators are in ``plants`` (and ``simulator`` for
+the tanks); this module designs the experiments: excitation, amplitude
+ranges, sensor noise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from keras_mgu.datasets import plants
+from keras_mgu.datasets.records import Record, SysIdData
+from keras_mgu.datasets.simulator import TankParameters, _random_steps, simulate_tank_levels
+
+__all__ = ["ZOO", "ZooPlant", "zoo_plant"]
+
+#: Fraction of the beyond-range test record, at its end, with the larger amplitude.
+BEYOND_FRACTION = 0.2
+
+
+@dataclasses.dataclass(frozen=True)
+class _Design:
+    """How one plant is excited and observed."""
+
+    ts: float
+    n_samples: int
+    excitation: Callable[[np.random.Generator, int, float], np.ndarray]  # unit std
+    u_mean: float
+    u_std: float
+    simulate: Callable[[np.ndarray, float, Any], np.ndarray]  # u (N,), ts, params -> y (N,)
+    parameters: Callable[[], Any]  # made on use: the default filters need scipy.signal
+    input_name: str
+    output_name: str
+    u_min: float = -math.inf
+
+
+def _multisine(f_min: float, f_max: float):
+    """Random-phase flat multisine on the harmonics in ``[f_min, f_max]`` Hz, unit std."""
+
+    def draw(rng: np.random.Generator, n: int, ts: float) -> np.ndarray:
+        f0 = 1.0 / (n * ts)
+        first = max(1, math.ceil(f_min / f0 - 1e-9))
+        last = min(int(f_max / f0 + 1e-9), (n - 1) // 2)
+        if last < first:
+            raise ValueError(
+                f"{n} samples of {ts} s are too few for a multisine in [{f_min}, {f_max}] Hz "
+                f"(harmonics every {f0:.3g} Hz); expected a longer record."
+            )
+        spectrum = np.zeros(n // 2 + 1, dtype=np.complex128)
+        spectrum[first : last + 1] = np.exp(1j * rng.uniform(0.0, 2.0 * np.pi, last - first + 1))
+        s = np.fft.irfft(spectrum, n)  # sum of cos(2 pi k t / n + phase_k) over the band
+        return s / s.std()
+
+    return draw
+
+
+def _filtered_noise(cutoff: float, order: int = 4):
+    """Gaussian noise through a Butterworth low-pass (``cutoff`` relative to Nyquist), unit std."""
+
+    def draw(rng: np.random.Generator, n: int, ts: float) -> np.ndarray:
+        from scipy import signal
+
+        b, a = signal.butter(order, cutoff)
+        s = signal.lfilter(b, a, rng.standard_normal(n + 200))[200:]  # drop the filter's start
+        return s / s.std()
+
+    return draw
+
+
+def _steps(hold: tuple[int, int]):
+    def draw(rng: np.random.Generator, n: int, ts: float) -> np.ndarray:
+        return _random_steps(rng, n, hold)
+
+    return draw
+
+
+def _tank_output(u: np.ndarray, ts: float, p: TankParameters) -> np.ndarray:
+    """Lower-tank reading ``(N,)`` from the steady state for the mean input (2.8 V)."""
+    levels = simulate_tank_levels(u, ts, p, initial_levels=p.steady_state(2.8))
+    return p.sensor_gain * levels[:, 1]
+
+
+def _overflowing_tanks() -> TankParameters:
+    return TankParameters(h1_max=6.0, h2_max=8.0, sensor_max=100.0)
+
+
+_DESIGNS: dict[str, _Design] = {
+    "duffing": _Design(
+        ts=0.4,
+        n_samples=8192,
+        excitation=_multisine(0.0, 0.5),
+        u_mean=0.0,
+        u_std=0.3,
+        simulate=lambda u, ts, p: plants.simulate_duffing(u, ts, p)[:, 0],
+        parameters=plants.DuffingParameters,
+        input_name="force",
+        output_name="displacement",
+    ),
+    "bouc_wen": _Design(
+        ts=1.0 / 750.0,
+        n_samples=8192,
+        excitation=_multisine(5.0, 150.0),
+        u_mean=0.0,
+        u_std=50.0,
+        simulate=lambda u, ts, p: plants.simulate_bouc_wen(u, ts, p)[:, 0],
+        parameters=plants.BoucWenParameters,
+        input_name="force",
+        output_name="displacement",
+    ),
+    "wiener_hammerstein": _Design(
+        ts=1.0 / 51200.0,
+        n_samples=100_000,
+        excitation=_filtered_noise(0.4),
+        u_mean=0.0,
+        u_std=1.0,
+        simulate=lambda u, ts, p: plants.simulate_wiener_hammerstein(u, p),
+        parameters=plants.WienerHammersteinParameters,
+        input_name="u",
+        output_name="y",
+    ),
+    "two_mass_drive": _Design(
+        ts=0.01,
+        n_samples=20_000,
+        excitation=_steps((20, 150)),
+        u_mean=0.0,
+        u_std=3.0,
+        simulate=lambda u, ts, p: plants.simulate_two_mass_drive(u, ts, p)[:, 3],
+        parameters=plants.TwoMassParameters,
+        input_name="torque",
+        output_name="load_speed",
+    ),
+    "overflowing_tanks": _Design(
+        ts=4.0,
+        n_samples=1024,
+        excitation=_multisine(0.0, 0.0047),
+        u_mean=2.8,
+        u_std=1.0,
+        simulate=_tank_output,
+        parameters=_overflowing_tanks,
+        input_name="u",
+        output_name="y",
+        u_min=0.0,
+    ),
+}
+
+#: Names of the zoo's plants, for :func:`zoo_plant`.
+ZOO: tuple[str, ...] = tuple(_DESIGNS)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ZooPlant:
+    """One plant of the zoo: its records and how they were made.
+
+    Attributes:
+        name: The plant's name (one of :data:`ZOO`).
+        data: Estimation, validation and test records (:class:`SysIdData`),
+            each ``(n_samples, 1)`` input and output. The test input stays
+            within the estimation input's range ``u_range``.
+        beyond: A second test record: the test input up to ``beyond_start``,
+            then ``beyond_factor`` times the estimation input's excursions
+            from its mean or more (same length as the test record).
+        beyond_start: Sample at which ``beyond`` leaves the estimation range.
+        beyond_factor: Least ratio of the excursions after ``beyond_start`` to
+            the estimation input's largest excursions, on both sides (the
+            tanks' pump voltage is clipped at 0, so only above for them).
+        u_range: ``(min, max)`` of the estimation input.
+        snr_db: Signal-to-noise ratio of every output, in dB (None: noise-free).
+        noise_std: Standard deviation of the added output noise.
+        parameters: The plant's parameters (e.g. :class:`plants.DuffingParameters`).
+    """
+
+    name: str
+    data: SysIdData
+    beyond: Record
+    beyond_start: int
+    beyond_factor: float
+    u_range: tuple[float, float]
+    snr_db: float | None
+    noise_std: float
+    parameters: Any
+
+
+def _check_name(name: Any) -> str:
+    key = name.replace("-", "_") if isinstance(name, str) else name
+    if key not in _DESIGNS:
+        raise ValueError(f"Unknown zoo plant {name!r}; expected one of {', '.join(ZOO)}.")
+    return key
+
+
+def _check_arguments(n_samples: Any, snr_db: Any, beyond_factor: Any) -> None:
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 100:
+        raise ValueError(f"`n_samples` must be an integer >= 100; received {n_samples!r}.")
+    if snr_db is not None and not (isinstance(snr_db, (int, float)) and math.isfinite(snr_db)):
+        raise ValueError(f"`snr_db` must be a finite number of dB or None; received {snr_db!r}.")
+    if not (
+        isinstance(beyond_factor, (int, float))
+        and math.isfinite(beyond_factor)
+        and beyond_factor > 1.0
+    ):
+        raise ValueError(f"`beyond_factor` must be a number > 1; received {beyond_factor!r}.")
+
+
+def _excursions(dev: np.ndarray) -> tuple[float, float]:
+    """Largest excursions ``(above, below)`` the mean of a deviation signal (both >= 0)."""
+    return float(max(dev.max(), 0.0)), float(max(-dev.min(), 0.0))
+
+
+def _within(dev: np.ndarray, est: tuple[float, float]) -> np.ndarray:
+    """``dev`` scaled down, if need be, so both excursions stay within ``est``'s."""
+    above, below = _excursions(dev)
+    scale = min(1.0, *(e / a for e, a in zip(est, (above, below)) if a > 0.0))
+    return scale * dev
+
+
+def _beyond(dev: np.ndarray, est: tuple[float, float], factor: float) -> np.ndarray:
+    """``dev`` scaled so both excursions reach at least ``factor`` times ``est``'s."""
+    above, below = _excursions(dev)
+    scale = factor * max(e / a for e, a in zip(est, (above, below)) if a > 0.0)
+    return scale * dev
+
+
+def _inputs(
+    design: _Design, rng: np.random.Generator, n: int, factor: float
+) -> tuple[dict[str, np.ndarray], int]:
+    """Inputs ``(n,)`` of the estimation, validation, test and beyond records; ``beyond_start``."""
+    dev = {
+        part: design.u_std * design.excitation(rng, n, design.ts) for part in ("est", "val", "test")
+    }
+    lo_clip = design.u_min - design.u_mean
+    dev = {part: np.maximum(d, lo_clip) for part, d in dev.items()}
+    est = _excursions(dev["est"])
+    test = _within(dev["test"], est)
+    start = n - int(round(BEYOND_FRACTION * n))
+    beyond = test.copy()
+    beyond[start:] = np.maximum(_beyond(test[start:], est, factor), lo_clip)
+    u = {
+        "estimation": dev["est"],
+        "validation": dev["val"],
+        "test": test,
+        "beyond": beyond,
+    }
+    return {part: design.u_mean + v for part, v in u.items()}, start
+
+
+def zoo_plant(
+    name: str,
+    n_samples: int | None = None,
+    seed: int | None = 0,
+    snr_db: float | None = 40.0,
+    beyond_factor: float = 1.75,
+) -> ZooPlant:
+    """Simulated experiments on one plant of the zoo.
+
+    Every record is a fresh experiment from the same initial state (at rest;
+    the tanks at the steady state of their mean input), with its own seeded
+    excitation. The test record's input is scaled down, if need be, so that
+    it stays within the estimation input's range; the ``beyond`` record has
+    the same input up to ``beyond_start`` (the last fifth begins there), then
+    that input scaled so its excursions from the mean reach at least
+    ``beyond_factor`` times the estimation's on both sides (above only for the
+    tanks, whose pump voltage is clipped at 0). White Gaussian
+    noise of one standard deviation is added to every output: the noise-free
+    estimation output's standard deviation times ``10^(-snr_db / 20)``.
+
+    Args:
+        name: One of :data:`ZOO` (``-`` is read as ``_``).
+        n_samples: Samples per record (>= 100); the plant's default if None.
+        seed: Seed of the excitations and the noise (separate streams, so the
+            SNR does not change the inputs); equal seeds give equal data.
+        snr_db: Output signal-to-noise ratio in dB; None for noise-free outputs.
+        beyond_factor: Least ratio of the beyond-range excursions to the
+            estimation input's (> 1).
+
+    Returns:
+        :class:`ZooPlant` with records named ``"zoo/<name>/<part>"`` (``part``:
+        ``estimation``, ``validation``, ``test``, ``beyond``).
+    """
+    key = _check_name(name)
+    design = _DESIGNS[key]
+    n = design.n_samples if n_samples is None else n_samples
+    _check_arguments(n, snr_db, beyond_factor)
+    excitation_seed, noise_seed = np.random.SeedSequence(seed).spawn(2)
+    inputs, start = _inputs(design, np.random.default_rng(excitation_seed), n, float(beyond_factor))
+    parameters = design.parameters()
+    clean = {part: design.simulate(u, design.ts, parameters) for part, u in inputs.items()}
+    noise_std = 0.0
+    if snr_db is not None:
+        noise_std = float(clean["estimation"].std()) * 10.0 ** (-float(snr_db) / 20.0)
+    noise_rng = np.random.default_rng(noise_seed)
+    records = {
+        part: Record(
+            inputs[part][:, None],
+            (clean[part] + noise_std * noise_rng.standard_normal(n))[:, None],
+            design.ts,
+            (design.input_name,),
+            (design.output_name,),
+            f"zoo/{key}/{part}",
+        )
+        for part in inputs
+    }
+    u_est = inputs["estimation"]
+    return ZooPlant(
+        name=key,
+        data=SysIdData(records["estimation"], records["validation"], records["test"]),
+        beyond=records["beyond"],
+        beyond_start=start,
+        beyond_factor=float(beyond_factor),
+        u_range=(float(u_est.min()), float(u_est.max())),
+        snr_db=None if snr_db is None else float(snr_db),
+        noise_std=noise_std,
+        parameters=parameters,
+    )
