@@ -121,6 +121,28 @@ def test_missing_backend_is_one_line_naming_the_extra(
     assert f"KERAS_BACKEND {backend}: the {backend} backend is not" in capsys.readouterr().err
 
 
+def test_keras_default_backend_missing_names_the_installed_ones(monkeypatch, capsys, tmp_path):
+    """No --backend, no KERAS_BACKEND, no keras.json, no TensorFlow: one line, the way out."""
+    real = backends.importlib.util.find_spec
+    monkeypatch.setattr(
+        backends.importlib.util, "find_spec", lambda n: None if n == "tensorflow" else real(n)
+    )
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "no_keras_home"))
+    assert backends.configured_backend() == "tensorflow"
+    assert main(["identify", "--quick", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "keras-mgu identify: error: Keras's configured backend tensorflow: the tensorflow backend "
+        'is not installed; install it with: pip install "keras-mgu[tensorflow]", or choose an '
+        "installed one with --backend jax|torch\n"
+    )
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "keras.json").write_text('{"backend": "jax", "floatx": "float32"}')
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "home"))
+    assert backends.configured_backend() == "jax"
+
+
 def test_backend_start_up_lines_are_hidden_unless_verbose(tmp_path):
     """A data error after the backend loaded: stderr is that one line, TensorFlow's hidden.
 

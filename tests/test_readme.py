@@ -62,6 +62,26 @@ def test_readme_mapping_snippet_runs_and_keeps_the_best_check():
     assert rate == pytest.approx(1e-2 * 0.3**2)
 
 
+def test_readme_ten_lines_run_save_load_and_simulate(tmp_path, monkeypatch):
+    """The first screen's example as printed, on tiny settings: the model file round trip."""
+    readme = read("README.md")
+    section = readme[readme.index("## In ten lines") :]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    code = replace_once(
+        code,
+        "sysid.identify(data, restarts=3, seed=0)",
+        "sysid.identify(data, sysid.RecipeConfig(units=(4,), iterations=4), restarts=1, seed=0)",
+    )
+    code = replace_once(code, "tanks(seed=0)", "tanks(256, seed=0)")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    data, found, y_sim = namespace["data"], namespace["found"], namespace["y_sim"]
+    assert (tmp_path / "tanks.kmgu").is_file() and y_sim.shape == data.test.y.shape
+    np.testing.assert_allclose(y_sim, found.simulate(data.test.u, data.test.y[:50]), rtol=1e-5)
+    assert namespace["model"].layers[0].__class__.__name__ == "MGU"
+
+
 @BACKEND_INDEPENDENT
 def test_readme_test_command_is_the_ci_command():
     """CI runs README's test command, its set-up and its test run as two steps."""

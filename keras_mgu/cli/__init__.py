@@ -137,16 +137,26 @@ def _fail(args: argparse.Namespace, message: str) -> int:
 def _prepare_backend(args: argparse.Namespace, argv: Sequence[str]) -> int | None:
     """Check the backend is installed and select it; an exit status when it cannot run here.
 
-    The backend is ``--backend``, else ``$KERAS_BACKEND`` when it names one of
-    :data:`~keras_mgu.cli.backends.BACKENDS` (other backends, and Keras'
-    configured one, are checked by Keras itself).
+    The backend is ``--backend``, else the one Keras would load
+    (:func:`~keras_mgu.cli.backends.configured_backend`: ``$KERAS_BACKEND``,
+    ``keras.json``, else TensorFlow) when it names one of
+    :data:`~keras_mgu.cli.backends.BACKENDS` (other backends are checked by
+    Keras itself).
     """
     backend = getattr(args, "backend", None)
-    wanted = backend or os.environ.get("KERAS_BACKEND")
+    wanted = backend or backends.configured_backend()
     missing = backends.missing_backend(wanted) if wanted in backends.BACKENDS else None
     if missing:
-        option = "--backend" if backend else "KERAS_BACKEND"
-        return _fail(args, f"{option} {wanted}: {missing}")
+        if backend:
+            source = "--backend"
+        elif os.environ.get("KERAS_BACKEND"):
+            source = "KERAS_BACKEND"
+        else:
+            source = "Keras's configured backend"
+            others = [b for b in backends.BACKENDS if not backends.missing_backend(b)]
+            if others and "backend" in args:
+                missing += f", or choose an installed one with --backend {'|'.join(others)}"
+        return _fail(args, f"{source} {wanted}: {missing}")
     if backend and not backends.use_backend(backend) and backend != _current_backend():
         return _restart_with_backend(argv, backend)
     if not getattr(args, "verbose", False):

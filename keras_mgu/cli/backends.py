@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import logging
 import os
 import sys
@@ -20,6 +21,7 @@ import tempfile
 
 __all__ = [
     "BACKENDS",
+    "configured_backend",
     "import_keras_quietly",
     "missing_backend",
     "quiet_backend_logs",
@@ -28,7 +30,7 @@ __all__ = [
 
 #: ``--backend`` choices: the module each needs and how to install it.
 BACKENDS = {
-    "tensorflow": ("tensorflow", 'pip install "keras-mgu" (TensorFlow is a dependency)'),
+    "tensorflow": ("tensorflow", 'pip install "keras-mgu[tensorflow]"'),
     "jax": ("jax", 'pip install "keras-mgu[jax]"'),
     "torch": ("torch", 'pip install "keras-mgu[torch]"'),
 }
@@ -37,6 +39,23 @@ BACKENDS = {
 QUIET_ENVIRONMENT = {"TF_CPP_MIN_LOG_LEVEL": "3", "GRPC_VERBOSITY": "ERROR"}
 #: Python loggers of the backends that report, e.g., a GPU they cannot use.
 QUIET_LOGGERS = ("jax._src.xla_bridge", "tensorflow")
+
+
+def configured_backend() -> str:
+    """The backend Keras loads when none is asked for, found without importing Keras.
+
+    ``$KERAS_BACKEND``, else the ``"backend"`` of ``keras.json`` in
+    ``$KERAS_HOME`` (default ``~/.keras``), else Keras's default, ``tensorflow``.
+    """
+    if os.environ.get("KERAS_BACKEND"):
+        return os.environ["KERAS_BACKEND"]
+    home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+    try:
+        with open(os.path.join(home, "keras.json")) as f:
+            backend = json.load(f).get("backend")
+    except (OSError, ValueError, AttributeError):
+        backend = None
+    return backend if isinstance(backend, str) and backend else "tensorflow"
 
 
 def missing_backend(backend: str) -> str | None:
