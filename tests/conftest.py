@@ -16,6 +16,8 @@ import contextlib
 import fcntl
 import importlib.util
 import os
+import subprocess
+import sys
 import tempfile
 
 import keras
@@ -112,3 +114,25 @@ def shared_data_dir():
     """The shared benchmark data folder, if this checkout has one beside it."""
     here = os.path.dirname(os.path.abspath(__file__))
     return os.path.abspath(os.path.join(here, "..", "..", "shared", "data"))
+
+
+@pytest.fixture(scope="session")
+def saved_on_another_backend(tmp_path_factory):
+    """``(folder, backend)``: two tiny identified models saved on another backend.
+
+    ``tests/scripts/save_identification.py`` runs once a session (per worker)
+    in a subprocess with JAX (torch when this suite is JAX's) and writes
+    ``<state>.kmgu`` and ``<state>.npz`` for ``state`` in ``learned``,
+    ``encoder``. Training there takes about 20-40 s with its imports.
+    """
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = os.path.join(root, "tests", "scripts", "save_identification.py")
+    other = "jax" if keras.backend.backend() != "jax" else "torch"
+    folder = tmp_path_factory.mktemp(f"saved_on_{other}")
+    env = dict(os.environ, KERAS_BACKEND=other, PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run(
+        [sys.executable, script, str(folder)], capture_output=True, text=True, env=env,
+        timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return folder, other

@@ -222,7 +222,6 @@ def test_deployment_doc_snippets_run(route, tmp_path, monkeypatch):
 
 
 # ------------------------------------------------- identified models: the standalone simulator
-SAVE_SCRIPT = os.path.join(ROOT, "tests", "scripts", "save_identification.py")
 
 
 def random_arx(rng, n_in: int, n_out: int, na: int, nb: int):
@@ -314,29 +313,20 @@ def test_identified_model_exports_as_an_onnx_simulator(identified, kind, members
 
 
 @needs_onnx
-def test_models_saved_on_another_backend_export_here(tmp_path):
-    """Identify and save in a subprocess on another backend; load, export and run here.
-
-    Trains two tiny models in the subprocess: about 20-40 s with its imports.
-    """
+def test_models_saved_on_another_backend_export_here(saved_on_another_backend, tmp_path):
+    """Identified and saved in a subprocess on another backend; load, export and run here."""
     from keras_mgu import datasets, sysid
     from keras_mgu.sysid.standalone import export_simulator
 
-    other = "jax" if BACKEND != "jax" else "torch"
-    env = dict(os.environ, KERAS_BACKEND=other, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.run(
-        [sys.executable, SAVE_SCRIPT, str(tmp_path)], capture_output=True, text=True, env=env,
-        timeout=600,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    models, _ = saved_on_another_backend
     test = datasets.simulate_cascaded_tanks(n_samples=160, seed=0).test
     for kind in ("learned", "encoder"):
-        found = sysid.load(tmp_path / f"{kind}.kmgu")
+        found = sysid.load(models / f"{kind}.kmgu")
         path = str(tmp_path / f"{kind}.onnx")
         export_simulator(found, path)
         assert_same_simulation(path, found, test.u, test.y)
         if kind == "encoder":  # and as simulated where it was saved
-            saved = np.load(tmp_path / "encoder.npz")["given"][5:]
+            saved = np.load(models / "encoder.npz")["given"][5:]
             got = run_simulator(path, simulator_feeds(found, test.u, test.y)[0])
             np.testing.assert_allclose(got, saved, atol=1e-4 * np.abs(saved).max())
 

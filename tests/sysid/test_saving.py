@@ -11,8 +11,6 @@ import dataclasses
 import io
 import json
 import os
-import subprocess
-import sys
 import zipfile
 
 import keras
@@ -23,8 +21,6 @@ from keras_mgu import datasets, sysid
 from keras_mgu.sysid import saving
 from keras_mgu.sysid.saving import ModelFileError
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SCRIPT = os.path.join(ROOT, "tests", "scripts", "save_identification.py")
 TINY = sysid.RecipeConfig(units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3)
 ENCODER = dataclasses.replace(TINY, initial_state="encoder", n_initial=5, window=40, batch_size=4)
 
@@ -177,24 +173,15 @@ def test_runs_without_a_signal_path_are_not_saved(learned, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def test_a_file_saved_on_another_backend_simulates_the_same(tmp_path, data):
-    """Identify (two tiny models) in a subprocess on another backend, load and simulate here.
-
-    Trains in the subprocess: about 20-40 s with its imports on a 2-core machine.
-    """
-    other = "jax" if keras.backend.backend() != "jax" else "torch"
-    env = dict(os.environ, KERAS_BACKEND=other, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.run(
-        [sys.executable, SCRIPT, str(tmp_path)], capture_output=True, text=True, env=env,
-        timeout=600,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_a_file_saved_on_another_backend_simulates_the_same(saved_on_another_backend, data):
+    """Identify (two tiny models) in a subprocess on another backend, load and simulate here."""
+    folder, other = saved_on_another_backend
     u, y = data.test.u, data.test.y
     for state in ("learned", "encoder"):
-        back = sysid.load(tmp_path / f"{state}.kmgu")
-        with zipfile.ZipFile(tmp_path / f"{state}.kmgu") as archive:
+        back = sysid.load(folder / f"{state}.kmgu")
+        with zipfile.ZipFile(folder / f"{state}.kmgu") as archive:
             assert json.loads(archive.read(saving.MANIFEST))["backend"] == other
-        want = np.load(tmp_path / f"{state}.npz")
+        want = np.load(folder / f"{state}.npz")
         scale = np.abs(want["free"]).max()
         np.testing.assert_allclose(back.simulate(u), want["free"], atol=1e-5 * scale)
         # The learned state is fitted to the 5 outputs by an iterative search: looser.
