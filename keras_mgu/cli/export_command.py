@@ -19,7 +19,9 @@ from __future__ import annotations
 import argparse
 import os
 
+from keras_mgu.cli.backends import BACKENDS
 from keras_mgu.cli.identify import UsageError
+from keras_mgu.cli.simulate import load_model
 
 __all__ = ["add_arguments", "check_arguments", "run_command"]
 
@@ -42,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="model file (.kmgu) from keras-mgu identify")  # fmt: skip
     parser.add_argument("--format", choices=FORMATS, default="onnx", help="file format")
     parser.add_argument("--out", required=True, metavar="FILE", help="the file to write")
-    parser.add_argument("--backend", choices=("tensorflow", "jax", "torch"),
+    parser.add_argument("--backend", choices=tuple(BACKENDS),
                         help="Keras backend whose exporter writes the file (default: "
                         "$KERAS_BACKEND, else Keras' configured one)")  # fmt: skip
 
@@ -55,13 +57,9 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Load the model, write the ONNX file, print its inputs and outputs; exit status 0."""
-    from keras_mgu import sysid
     from keras_mgu.sysid.standalone import export_simulator
 
-    try:
-        found = sysid.load(args.model)
-    except ValueError as err:  # ModelFileError
-        raise UsageError(f"cannot load the model: {err}") from err
+    found = load_model(args.model)
     try:
         model = export_simulator(found, args.out, format=args.format)
     except (ValueError, ImportError) as err:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from keras_mgu.cli import report
+from keras_mgu.cli.backends import BACKENDS
 
 __all__ = [
     "DATASETS",
@@ -227,7 +228,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       f"{RECIPE_N_INITIAL})")  # fmt: skip
     _add_recipe_arguments(parser.add_argument_group("recipe"))
     run = parser.add_argument_group("run")
-    run.add_argument("--backend", choices=("tensorflow", "jax", "torch"),
+    run.add_argument("--backend", choices=tuple(BACKENDS),
                      help="Keras backend (default: $KERAS_BACKEND, else Keras' "
                      "configured one)")  # fmt: skip
     run.add_argument("--out", default=os.path.join("outputs", "system_identification"),

@@ -20,9 +20,17 @@ import os
 import tempfile
 from typing import Any
 
+from keras_mgu.cli.backends import BACKENDS
 from keras_mgu.cli.identify import UsageError, positive_int
 
-__all__ = ["add_arguments", "check_arguments", "read_data", "run_command", "write_csv"]
+__all__ = [
+    "add_arguments",
+    "check_arguments",
+    "load_model",
+    "read_data",
+    "run_command",
+    "write_csv",
+]
 
 HELP = "simulate a saved model (.kmgu) on a CSV file of inputs; scores when outputs are given"
 DESCRIPTION = (
@@ -55,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-initial", type=positive_int, metavar="N",
                         help="set the state from the first N measured outputs and score from "
                         "sample N on (needs the output columns)")  # fmt: skip
-    parser.add_argument("--backend", choices=("tensorflow", "jax", "torch"),
+    parser.add_argument("--backend", choices=tuple(BACKENDS),
                         help="Keras backend (default: $KERAS_BACKEND, else Keras' "
                         "configured one)")  # fmt: skip
 
@@ -113,7 +121,8 @@ def write_csv(path: str, names: list[str], values: Any) -> None:
         raise
 
 
-def _load(path: str) -> Any:
+def load_model(path: str) -> Any:
+    """``sysid.load(path)``; a file that is not a model file is a :class:`UsageError`."""
     from keras_mgu import sysid
 
     try:
@@ -126,7 +135,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     """Simulate, write the CSV file, print the scores; returns them (empty without outputs)."""
     from keras_mgu.sysid import score
 
-    found = _load(args.model)
+    found = load_model(args.model)
     try:
         u, y = read_data(args.data, found)
     except (OSError, ValueError) as err:
