@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from keras_mgu.datasets.files import _column_index, _numeric_columns, _read_table
-from keras_mgu.datasets.protocols import PROTOCOLS, Protocol
+from keras_mgu.datasets.protocols import PROTOCOLS, Protocol, dataset_key
 from keras_mgu.datasets.records import Record, SysIdData
 
 __all__ = [
@@ -335,7 +335,7 @@ def load_benchmark(
         ValueError: unknown ``name`` (the message lists the known ones), or
             any error of the loader.
     """
-    name = name.replace("-", "_") if isinstance(name, str) else name
+    name = dataset_key(name)
     if name not in _FILE_LOADERS:
         raise ValueError(
             f"Unknown benchmark {name!r} for load_benchmark; expected one of "
@@ -444,7 +444,7 @@ def load_nonlinear_benchmark(
         ValueError: unknown ``name``, or an invalid
             ``state_initialization_window_length``.
     """
-    name = name.replace("-", "_") if isinstance(name, str) else name
+    name = dataset_key(name)
     if name not in _BENCHMARK_LOADERS:
         raise ValueError(
             f"Unknown benchmark {name!r}; expected one of {sorted(_BENCHMARK_LOADERS)}."

@@ -19,7 +19,13 @@ from __future__ import annotations
 import dataclasses
 import math
 
-__all__ = ["NONLINEAR_BENCHMARKS_VERSION", "PROTOCOLS", "Protocol", "get_protocol"]
+__all__ = [
+    "NONLINEAR_BENCHMARKS_VERSION",
+    "PROTOCOLS",
+    "Protocol",
+    "dataset_key",
+    "get_protocol",
+]
 
 #: The ``nonlinear-benchmarks`` release whose ``n_initial`` values :data:`PROTOCOLS` follows.
 #: 1.0.1 raised Cascaded Tanks from 5 to 50 and CED from 4 to 10 (releases up to 1.0.0 have
@@ -176,6 +182,15 @@ PROTOCOLS: dict[str, Protocol] = {
 }
 
 
+def dataset_key(name: object) -> object:
+    """The key a dataset is registered under: ``-`` in a name read as ``_``.
+
+    ``"cascaded-tanks"`` is ``"cascaded_tanks"``; anything but a string is
+    returned as it is (the caller's lookup then refuses it).
+    """
+    return name.replace("-", "_") if isinstance(name, str) else name
+
+
 def get_protocol(name: str) -> Protocol:
     """The :class:`Protocol` registered under ``name`` in :data:`PROTOCOLS`.
 
@@ -185,7 +200,7 @@ def get_protocol(name: str) -> Protocol:
         ValueError: ``name`` is not a known benchmark (the message lists them).
     """
     try:
-        return PROTOCOLS[name.replace("-", "_") if isinstance(name, str) else name]
+        return PROTOCOLS[dataset_key(name)]
     except (KeyError, TypeError):
         raise ValueError(
             f"Unknown benchmark protocol {name!r}; expected one of {sorted(PROTOCOLS)}."

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from keras_mgu.datasets import plants
+from keras_mgu.datasets.protocols import dataset_key
 from keras_mgu.datasets.records import Record, SysIdData
 from keras_mgu.datasets.simulator import TankParameters, _random_steps, simulate_tank_levels
 
@@ -192,7 +193,7 @@ class ZooPlant:
 
 
 def _check_name(name: Any) -> str:
-    key = name.replace("-", "_") if isinstance(name, str) else name
+    key = dataset_key(name)
     if key not in _DESIGNS:
         raise ValueError(f"Unknown zoo plant {name!r}; expected one of {', '.join(ZOO)}.")
     return key
