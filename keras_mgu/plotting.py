@@ -14,7 +14,8 @@ from typing import Any
 import keras
 import numpy as np
 
-from keras_mgu.callbacks.early_stopping import WeightedEarlyStopping, _write_atomically
+from keras_mgu._atomic import write_atomically
+from keras_mgu.callbacks.early_stopping import WeightedEarlyStopping
 
 _RAW_STYLE = {"color": "tab:blue", "alpha": 0.35, "linewidth": 0.8}
 _SMOOTH_STYLE = {"color": "tab:blue", "linewidth": 1.8}
@@ -186,7 +187,7 @@ def plot_training(history_or_callback: Any, path: str | os.PathLike, window: int
     else:
         history, epochs = _history_dict(history_or_callback)
         _plot_history(fig, history, epochs)
-    _write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+    write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
     return path
 
 
@@ -203,7 +204,7 @@ def plot_trials(table: list[Mapping[str, Any]], path: str | os.PathLike) -> str:
     if not table:
         raise ValueError("`table` has no trials to draw.")
     fig = _trials_figure(table)
-    _write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+    write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
     return path
 
 

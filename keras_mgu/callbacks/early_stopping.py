@@ -12,7 +12,6 @@ import contextlib
 import json
 import math
 import os
-import uuid
 import warnings
 from collections.abc import Mapping
 from numbers import Integral, Real
@@ -21,6 +20,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from keras_mgu._atomic import write_atomically
 from keras_mgu.kernels import native_inference
 
 SAVE_SUFFIXES = (".keras", ".weights.h5")
@@ -87,27 +87,6 @@ def _scalar_logs(logs: Mapping | None) -> dict[str, float]:
     return out
 
 
-def _write_atomically(path: str, write: Any) -> None:
-    """Call ``write(tmp_path)`` on a temporary file next to ``path``, then rename it.
-
-    The temporary name keeps ``path``'s suffix (Keras checks it). On any
-    error the temporary file is removed and ``path`` is left as it was.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    base = os.path.basename(path)
-    suffix = next((s for s in (*SAVE_SUFFIXES, ".json", ".png") if base.endswith(s)), "")
-    # A fresh name (not mkstemp) so the file gets the usual permissions.
-    tmp = os.path.join(directory, f".{base}.{uuid.uuid4().hex[:12]}.tmp{suffix}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
-
-
 def _write_json(path: str, data: dict) -> None:
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as f:
@@ -115,7 +94,7 @@ def _write_json(path: str, data: dict) -> None:
             f.flush()
             os.fsync(f.fileno())
 
-    _write_atomically(path, write)
+    write_atomically(path, write)
 
 
 def _torch_training_mode(model: Any) -> bool | None:
@@ -412,9 +391,9 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
     def _save_best(self) -> None:
         model = self.model
         if self.filepath.endswith(".keras"):
-            _write_atomically(self.filepath, model.save)
+            write_atomically(self.filepath, model.save)
         else:
-            _write_atomically(self.filepath, model.save_weights)
+            write_atomically(self.filepath, model.save_weights)
         _write_json(
             self.filepath + ".json",
             {

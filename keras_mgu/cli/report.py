@@ -156,7 +156,7 @@ def write_results(out: str, earlier: Mapping[str, Any], runs: Mapping[str, Any])
     its earlier entry and the others are kept. The file is written to a
     temporary name and renamed: a crash never leaves a broken file.
     """
-    from keras_mgu.callbacks.early_stopping import _write_atomically
+    from keras_mgu._atomic import write_atomically
 
     path = os.path.join(out, "results.json")
     text = json.dumps({"runs": {**earlier, **runs}}, indent=1, default=str)
@@ -165,7 +165,7 @@ def write_results(out: str, earlier: Mapping[str, Any], runs: Mapping[str, Any])
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
 
-    _write_atomically(path, write)
+    write_atomically(path, write)
     return path
 
 

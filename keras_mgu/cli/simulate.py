@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 from typing import Any
 
+from keras_mgu._atomic import write_atomically
 from keras_mgu.cli.backends import BACKENDS
 from keras_mgu.cli.identify import UsageError, positive_int
 
@@ -109,16 +109,10 @@ def write_csv(path: str, names: list[str], values: Any) -> None:
     """``values`` ``(N, len(names))`` under a header of ``names``; written whole or not at all."""
     import numpy as np
 
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            np.savetxt(f, values, delimiter=",", header=",".join(names), comments="", fmt="%.9g")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    def write(tmp: str) -> None:
+        np.savetxt(tmp, values, delimiter=",", header=",".join(names), comments="", fmt="%.9g")
+
+    write_atomically(path, write)
 
 
 def load_model(path: str) -> Any:

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from keras_mgu._atomic import write_atomically
 from keras_mgu._version import __version__
 from keras_mgu.datasets import Normalizer, Protocol
 from keras_mgu.sysid.config import RecipeConfig
@@ -80,18 +81,14 @@ def save(found: Identification, filepath: str | os.PathLike) -> str:
             "runs of keras_mgu.sysid.identify have."
         )
     filepath = os.fspath(filepath)
-    folder = os.path.dirname(os.path.abspath(filepath))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(filepath)}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as f:
             _write_archive(found, f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, filepath)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+
+    write_atomically(filepath, write)
     return filepath
 
 
