@@ -48,10 +48,8 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     runs = json.loads((tmp_path / "results.json").read_text())["runs"]
     assert list(runs) == ["mgu_h4_lr0.01"]  # named by its settings
     mgu = runs["mgu_h4_lr0.01"]
-    # --quick passes small iterations and time budget explicitly; the rest is derived.
-    assert mgu["settings"] == {
-        "units": [4], "iterations": 40, "time_budget": 30.0, "steps_per_epoch": 40,
-    }  # fmt: skip
+    # --quick passes small iterations explicitly; the rest is derived (no time budget).
+    assert mgu["settings"] == {"units": [4], "iterations": 40, "steps_per_epoch": 40}
     assert mgu["restarts"] == 2 and mgu["n_initial"] == 50 and mgu["model"] == "MGU"
     assert mgu["dataset"] == "simulated-tanks" and mgu["protocol"] is None
     # Two restarts, and one run more where the linear model makes a second structure worth a try.
@@ -180,7 +178,7 @@ def test_help_texts_say_the_recipe_defaults():
         assert resolved.learning_rate == identify.RECIPE_LEARNING_RATE
         assert resolved.n_initial == identify.RECIPE_N_INITIAL == config.DEFAULT_N_INITIAL
     assert RecipeConfig().decay_points == (0.5, 0.8) and RecipeConfig().decay_rate == 0.3
-    assert config.default_time_budget(0) == 100 and config.default_time_budget(10**6) == 570
+    assert RecipeConfig().resolved(10**6).time_budget is None  # no wall-clock default
 
 
 def parsed_config(*options):

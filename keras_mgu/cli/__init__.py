@@ -6,7 +6,7 @@ Installed as the console script ``keras-mgu`` (and ``python -m keras_mgu``)::
     keras-mgu identify --help
     keras-mgu identify                                   # built-in simulated tanks, MGU
     keras-mgu identify --compare                         # MGU vs GRU vs LSTM
-    keras-mgu identify --dataset wh2009 --data-path data/wh2009 --time-budget 600
+    keras-mgu identify --dataset wh2009 --data-path data/wh2009 --effort 4
     keras-mgu identify --train run1.csv run2.mat --test run3.npz   # your files, 2 experiments
     keras-mgu tune --max-trials 16 --restarts 2 --workers 2   # a sweep, KerasTuner
     keras-mgu simulate --model outputs/system_identification/mgu_h32_lr0.01/mgu.kmgu \\

@@ -71,7 +71,7 @@ examples:
   keras-mgu identify                                  # simulated tanks, MGU
   keras-mgu identify --compare                        # MGU vs GRU vs LSTM
   keras-mgu identify --dataset cascaded-tanks --data-path dataBenchmark.csv
-  keras-mgu identify --dataset wh2009 --data-path data/wh2009 --time-budget 600
+  keras-mgu identify --dataset wh2009 --data-path data/wh2009 --effort 4
   keras-mgu identify --train est.csv --test test.csv --inputs u1 u2 --outputs y --ts 0.1
   keras-mgu identify --train run1.mat run2.mat --val run3.mat --test run4.mat \\
       --inputs pump --outputs level --ts 4
@@ -100,10 +100,9 @@ RECIPE_UNITS = (32,)
 RECIPE_LEARNING_RATE = 0.01
 #: ``--val-fraction``'s default: the end of the estimation data that validates.
 VAL_FRACTION = 0.2
-#: ``--quick``: caps on the iterations, restarts and time budget; simulated record length.
+#: ``--quick``: caps on the iterations and restarts; simulated record length.
 QUICK_ITERATIONS = 40
 QUICK_RESTARTS = 2
-QUICK_TIME_BUDGET = 30.0
 QUICK_SAMPLES = 256
 DERIVED = "default: derived from the record"
 #: Names ``--score-weights`` may weigh (``keras_mgu.sysid.config.SCORE_NAMES``).
@@ -239,7 +238,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      "hidden by default")  # fmt: skip
     run.add_argument("--quick", action="store_true",
                      help=f"tiny run for smoke tests: at most {QUICK_ITERATIONS} iterations, "
-                     f"{QUICK_RESTARTS} restarts, {QUICK_TIME_BUDGET:g} s budget, "
+                     f"{QUICK_RESTARTS} restarts, "
                      f"{QUICK_SAMPLES}-sample simulated record")  # fmt: skip
 
 
@@ -261,9 +260,14 @@ def _add_recipe_arguments(group: argparse._ArgumentGroup) -> None:
                        help="initial learning rate, multiplied by 0.3 at 50%% and 80%% of the run "
                        f"(default: {RECIPE_LEARNING_RATE:g})")  # fmt: skip
     _add_schedule_arguments(group)
+    group.add_argument("--effort", type=positive_int, metavar="K",
+                       help="multiply the derived iterations by K: more work, usually a better "
+                       "model, in about K times the time (default: 1)")  # fmt: skip
     group.add_argument("--time-budget", type=positive_float, metavar="SECONDS",
-                       help="seconds for all restarts of a model together (default: 100 + "
-                       "0.006 per estimation sample, at most 570)")  # fmt: skip
+                       help="cap the wall time of all runs of a model together (default: no "
+                       "cap, every run does its iterations); a run the cap shortens depends on "
+                       "the machine's speed and load, so results are no longer "
+                       "reproducible")  # fmt: skip
     group.add_argument("--restarts", type=positive_int, default=3, metavar="N",
                        help="runs to choose from on the validation record")  # fmt: skip
     group.add_argument("--selection", metavar="RULE",
@@ -343,7 +347,6 @@ def check_arguments(args: argparse.Namespace) -> None:
     _check_files(args)
     if args.quick:
         args.iterations = min(args.iterations or QUICK_ITERATIONS, QUICK_ITERATIONS)
-        args.time_budget = min(args.time_budget or QUICK_TIME_BUDGET, QUICK_TIME_BUDGET)
         args.restarts = min(args.restarts, QUICK_RESTARTS)
 
 
@@ -422,6 +425,7 @@ def recipe_options(args: argparse.Namespace) -> dict[str, Any]:
         "batch_size": args.batch_size,
         "learning_rate": args.learning_rate,
         "time_budget": args.time_budget,
+        "effort": args.effort,
         "selection": args.selection,
         "n_initial": args.n_initial or None,  # the encoder reads as many as a test gives
         "decay_points": tuple(args.decay_points) if args.decay_points else None,

@@ -19,8 +19,14 @@ iterations                  2,000                                  ``N / 8``, 2,
 weight decay                0.1                                    ``0.1 * 2000 / iterations``
 validation                  continues the estimation record        on its own, from its first
                                                                    ``n`` samples
-time budget (all restarts)  ``100 s + 6 ms * N``, at most 570 s    (same)
+time budget                 none: a fixed amount of work           (same)
 ==========================  =====================================  ==========================
+
+Every default is a fixed amount of work (iterations, runs, window, batch), so
+the same data, settings, seed, backend and machine give the same model
+whatever else the machine is doing. ``effort`` multiplies the iterations
+(:meth:`RecipeConfig.resolved`). ``time_budget`` is a user's cap on the wall
+time; a run it cuts depends on the machine's speed and load.
 
 An estimation record of several experiments (``Record.boundaries``) caps the
 window at its shortest experiment (a short record trains on windows of that
@@ -50,8 +56,6 @@ WINDOW_MIN, WINDOW_MAX, SAMPLES_PER_BATCH = 128, 1024, 8192
 SHORT_ITERATIONS, LONG_ITERATIONS_MAX = 2000, 10_000
 #: Weight decay of the short-record recipe (at ``SHORT_ITERATIONS``).
 WEIGHT_DECAY = 0.1
-#: The default time budget: ``BUDGET_BASE + BUDGET_PER_SAMPLE * N`` s, at most ``BUDGET_MAX``.
-BUDGET_BASE, BUDGET_PER_SAMPLE, BUDGET_MAX = 100.0, 0.006, 570.0
 
 
 def _positive_int(name: str, value: object, allow_none: bool = False) -> None:
@@ -188,9 +192,14 @@ class RecipeConfig:
             validation: ``"best"`` (the lowest validation RMSE) or
             ``"ensemble"`` (the average of runs chosen greedily; see
             :mod:`~keras_mgu.sysid.selection`).
-        time_budget: Seconds for all restarts of :func:`identify` together;
-            a run that would overrun its share is shortened after its second
-            epoch (the schedule shrinks with it). ``None``: see the table.
+        time_budget: A cap on the wall time of all runs of :func:`identify`
+            together, in seconds: a run that would overrun its share is
+            shortened after its second epoch (the schedule shrinks with it).
+            Where it binds, the model depends on the machine's speed and load.
+            ``None`` (default): no cap; every run does its iterations.
+        effort: Multiplies the derived iterations (a positive integer; more
+            work, usually a better model, in proportionally more time). An
+            explicit ``iterations`` is used as given.
     """
 
     cell: str = "mgu"
@@ -217,13 +226,14 @@ class RecipeConfig:
     )
     time_budget: float | None = None
     selection: str = "best"
+    effort: int = 1
 
     def __post_init__(self) -> None:
         check_rule(self.selection)
         if self.units is not None:
             units = (self.units,) if isinstance(self.units, int) else tuple(self.units)
             object.__setattr__(self, "units", units)
-        for name in ("steps_per_epoch", "validation_checks"):
+        for name in ("steps_per_epoch", "validation_checks", "effort"):
             _positive_int(name, getattr(self, name))
         for name in ("iterations", "batch_size", "n_initial", "validation_every"):
             _positive_int(name, getattr(self, name), allow_none=True)
@@ -280,7 +290,7 @@ class RecipeConfig:
         history = lag if state == "encoder" else 0
         span = shortest_experiment if several else n_samples
         window = self._window(span, whole, history, time_constant, several)
-        iterations = self.iterations or _iterations(n_samples, whole)
+        iterations = self.iterations or self.effort * _iterations(n_samples, whole)
         washout = window // 4 if self.washout is None else self.washout
         if isinstance(washout, bool) or not isinstance(washout, int) or not 0 <= washout < window:
             raise ValueError(
@@ -305,7 +315,6 @@ class RecipeConfig:
                 state == "learned" and not several if self.validation_continues is None
                 else self.validation_continues
             ),
-            time_budget=self.time_budget or default_time_budget(n_samples),
         )  # fmt: skip
 
     def _window(
@@ -338,8 +347,3 @@ def _iterations(n_samples: int, whole: bool) -> int:
 
 def _batch(window: int) -> int:
     return int(min(64, max(8, SAMPLES_PER_BATCH // window)))
-
-
-def default_time_budget(n_samples: int) -> float:
-    """Seconds for all runs: ``100 + 0.006 N``, at most 570 (under 10 minutes)."""
-    return float(min(BUDGET_MAX, BUDGET_BASE + BUDGET_PER_SAMPLE * n_samples))

@@ -244,8 +244,8 @@ def train_population(
         members: Runs that agree on :data:`SHARED_SETTINGS`.
         verbose: ``model.fit``'s verbosity.
         callbacks: Further Keras callbacks for the population's ``fit``.
-        time_budget: Seconds for the whole population (default: the
-            members' budget).
+        time_budget: A cap on the population's wall time in seconds
+            (default: the members' config's; ``None`` there: no cap).
 
     Each result's ``seconds`` is the population's wall time.
     """
@@ -276,13 +276,13 @@ def train_population(
             validation_frequency=config.validation_interval(),
             predict=setup.predict,
         )
-        schedule, budget, epochs = run.run_schedule(config, time_budget)
+        scheduled, epochs = run.run_schedule(config, time_budget)
         windows = [run.training_windows(m.estimation, m.config, m.seed) for m in members]
         batches = (_GroupedBatches if grouped else _PopulationBatches)(windows)
         start = time.perf_counter()
         setup.model.fit(
             batches, epochs=epochs, verbose=verbose, shuffle=False,
-            callbacks=[schedule, budget, stopper, *callbacks],
+            callbacks=[*scheduled, stopper, *callbacks],
         )  # fmt: skip
         if setup.finish is not None:
             setup.finish()

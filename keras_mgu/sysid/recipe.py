@@ -124,7 +124,9 @@ def identify(
 
     Standardises with the estimation record's statistics, fits the linear
     model, resolves the settings the config leaves open, and trains
-    ``restarts`` runs (seeds ``seed + 1000 * k``), all within the time budget.
+    ``restarts`` runs (seeds ``seed + 1000 * k``), each for the config's
+    iterations (a fixed amount of work: the same model whatever the machine's
+    load; ``config.time_budget`` caps the wall time instead).
     Where the linear model explains the validation record, one run more is
     trained: the network alone and the network on the linear model's residual
     each start with ``seed``, and the remaining ``restarts - 1`` runs use the
@@ -179,7 +181,7 @@ def _multiset(members: tuple[int, ...]) -> str:
 
 
 class _Trainer:
-    """Trains planned runs, one by one or as populations, within the time budget."""
+    """Trains planned runs, one by one or as populations (within the time budget, if any)."""
 
     def __init__(self, data, options, population, verbose, callbacks, restarts) -> None:
         self.data, self.population = data, bool(population)
@@ -209,7 +211,7 @@ class _Trainer:
                 runs[i] = self._scored(run, *plan[i])
         return [runs[i] for i in range(len(plan))]
 
-    def _train_group(self, members: list[Member], share: float) -> list[RunResult]:
+    def _train_group(self, members: list[Member], share: float | None) -> list[RunResult]:
         if len(members) > 1:
             return train_population(members, self.verbose, self.callbacks, share)
         m = members[0]
@@ -219,7 +221,9 @@ class _Trainer:
             )
         ]
 
-    def _share(self, n_runs: int) -> float:
+    def _share(self, n_runs: int) -> float | None:
+        if self.budget is None:
+            return None
         left = self.budget - (time.perf_counter() - self.start)
         share = max(left * n_runs / self.left, 1e-3)
         self.left -= n_runs
@@ -257,7 +261,7 @@ def _print_settings(data: SysIdData, options: list[Structure], restarts: int) ->
             f"  {option.name}: {config.cell.upper()} {list(config.units)}, {state} initial "
             f"state, linear model {'none' if linear is None else f'ARX{linear.orders}'}, window "
             f"{config.window} x batch {config.batch_size}, {config.iterations} iterations, "
-            f"learning rate {config.learning_rate:g}, weight decay {config.weight_decay:.3g}, "
-            f"all restarts within {config.time_budget:.0f} s",
+            f"learning rate {config.learning_rate:g}, weight decay {config.weight_decay:.3g}"
+            + ("" if config.time_budget is None else f", all runs within {config.time_budget:g} s"),
             flush=True,
         )

@@ -8,8 +8,9 @@
 2. Train it with ``model.fit`` on :class:`~keras_mgu.sysid.windows.TrainingWindows`
    (:func:`training_windows`): Adam with decoupled weight decay (AdamW,
    :func:`run_optimizer`), the learning rate cut at fixed fractions of the
-   run (:class:`~keras_mgu.callbacks.LearningRateDecayPoints`), within a time
-   budget (:class:`~keras_mgu.callbacks.TimeBudget`; :func:`run_schedule`).
+   run (:class:`~keras_mgu.callbacks.LearningRateDecayPoints`), for the
+   config's iterations, or less under a user's time budget
+   (:class:`~keras_mgu.callbacks.TimeBudget`; :func:`run_schedule`).
 3. Every :meth:`~keras_mgu.sysid.RecipeConfig.validation_interval` iterations
    (``validation_every``, else ``iterations / validation_checks``), simulate the
    validation record free-run (:func:`validation_data`) and keep the weights
@@ -148,11 +149,17 @@ def run_optimizer(config: RecipeConfig) -> keras.optimizers.Optimizer:
     )
 
 
-def run_schedule(config: RecipeConfig, time_budget: float | None) -> tuple:
-    """``(schedule, budget, epochs)``: the decay points, the time budget and ``fit``'s epochs."""
+def run_schedule(config: RecipeConfig, time_budget: float | None) -> tuple[list, int]:
+    """``(callbacks, epochs)``: the decay points (and the time budget, if any), ``fit``'s epochs.
+
+    ``time_budget`` (else ``config.time_budget``) adds a
+    :class:`~keras_mgu.callbacks.TimeBudget` that shortens the schedule with
+    the run; without one the run does all its iterations.
+    """
     schedule = LearningRateDecayPoints(config.decay_points, decay_rate=config.decay_rate)
-    budget = TimeBudget(time_budget or config.time_budget, schedule)
-    return schedule, budget, max(1, -(-config.iterations // config.steps_per_epoch))
+    seconds = time_budget or config.time_budget
+    budget = [] if seconds is None else [TimeBudget(seconds, schedule)]
+    return [schedule, *budget], max(1, -(-config.iterations // config.steps_per_epoch))
 
 
 def train_simulator(
@@ -174,7 +181,8 @@ def train_simulator(
         seed: Seeds the weights and the window draws.
         verbose: ``model.fit``'s verbosity (``2``: one line per epoch).
         callbacks: Further Keras callbacks for ``fit``.
-        time_budget: Seconds for this run (default: the config's budget).
+        time_budget: A cap on this run's wall time in seconds (default: the
+            config's; ``None`` there: no cap).
     """
     n = _check_record(estimation, "estimation").n_samples
     config = (config or RecipeConfig()).resolved(n, shortest_experiment=shortest(estimation))
@@ -189,12 +197,12 @@ def train_simulator(
         validation_frequency=config.validation_interval(),
         restore_best_weights=True,
     )
-    schedule, budget, epochs = run_schedule(config, time_budget)
+    scheduled, epochs = run_schedule(config, time_budget)
     start = time.perf_counter()
     model.fit(
         training_windows(estimation, config, seed), epochs=epochs, verbose=verbose,
         shuffle=False,  # windows are drawn at random
-        callbacks=[schedule, budget, stopper, *callbacks],
+        callbacks=[*scheduled, stopper, *callbacks],
     )  # fmt: skip
     return RunResult(
         model, seed, float(stopper.best_score), int(stopper.best_iteration or 0),

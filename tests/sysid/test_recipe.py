@@ -23,12 +23,12 @@ def test_defaults_follow_from_the_record():
     short = RecipeConfig().resolved(820)
     assert (short.window, short.batch_size, short.initial_state) == (820, 1, "learned")
     assert (short.iterations, short.weight_decay, short.validation_continues) == (2000, 0.1, True)
-    assert short.time_budget == pytest.approx(100 + 0.006 * 820)
+    assert short.time_budget is None  # a fixed amount of work, never cut by the clock
     long = RecipeConfig().resolved(80_000, n_initial=50, time_constant=8.5)
     assert (long.initial_state, long.n_initial, long.validation_continues) == ("encoder", 50, False)
     assert (long.window, long.batch_size) == (128, 64)  # 8 tau -> 68 -> 128, 8192 / 128
     assert long.iterations == 10_000 and long.weight_decay == pytest.approx(0.02)
-    assert long.time_budget == 570 and RecipeConfig().resolved(50_000).time_budget == 400
+    assert long.time_budget is None
     integrator = RecipeConfig().resolved(20_000, time_constant=float("inf"))
     assert (integrator.window, integrator.batch_size, integrator.n_initial) == (1024, 8, 20)
     assert integrator.iterations == 2500
@@ -60,6 +60,38 @@ def test_identify_on_several_experiments_trains_the_network_alone(tanks):
         identify(data, dataclasses.replace(TINY, linear_prior=True), restarts=1)
 
 
+def test_effort_multiplies_the_derived_iterations():
+    """Weight decay follows the iterations, so the total shrinkage stays that of effort 1."""
+    for n_samples in (820, 30_000, 200_000):
+        one, four = (RecipeConfig(effort=k).resolved(n_samples) for k in (1, 4))
+        assert four.iterations == 4 * one.iterations
+        assert four.weight_decay * four.iterations == pytest.approx(
+            min(one.weight_decay * one.iterations, 0.1 * 2000)
+        )
+        assert (four.window, four.batch_size, four.units) == (one.window, one.batch_size, one.units)
+    assert RecipeConfig(effort=4, iterations=30).resolved(820).iterations == 30
+
+
+def test_the_default_run_ignores_the_clock(tanks, monkeypatch):
+    """A clock that jumps an hour per reading changes nothing without a time budget.
+
+    The same seed gives the same validation scores and stopping points as with
+    the real clock, and every run does all its iterations; a user's
+    ``time_budget`` does cut runs under that clock.
+    """
+    from keras_mgu.callbacks import budget as budget_module
+
+    config = dataclasses.replace(TINY, iterations=9)
+    first = identify(tanks, config, restarts=1)
+    ticks = iter(range(0, 10**9, 3600))
+    monkeypatch.setattr(budget_module.time, "perf_counter", lambda: float(next(ticks)))
+    again = identify(tanks, config, restarts=1)
+    assert [r.validation_score for r in again.runs] == [r.validation_score for r in first.runs]
+    assert [r.best_iteration for r in again.runs] == [r.best_iteration for r in first.runs]
+    capped = identify(tanks, dataclasses.replace(config, time_budget=60.0), restarts=1)
+    assert all(r.stopper.history[-1]["iteration"] < 9 for r in capped.runs)
+
+
 def test_settings_given_are_kept():
     given = RecipeConfig(units=16, iterations=7, weight_decay=0.0, batch_size=3, time_budget=9.0)
     resolved = given.resolved(50_000, time_constant=2.0)
@@ -88,6 +120,8 @@ def test_bad_settings_are_refused(kwargs, match):
         ({"weight_decay": float("nan")}, "weight_decay"),
         ({"initial_state": "zeros"}, "initial_state"),
         ({"time_budget": 0}, "time_budget"),
+        ({"effort": 0}, "effort"),
+        ({"effort": 1.5}, "effort"),
         ({"learning_rate": -1.0}, "learning_rate"),
         ({"decay_points": (0.5, 1.2)}, r"decay_points.*\(0, 1\]"),
         ({"decay_points": ()}, "decay_points"),
