@@ -43,8 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--search-budget", type=_identify.positive_float, metavar="SECONDS",
                         help="seconds for the whole search, from its start: each trial gets the "
                         "time left over the trials its worker still expects; trials that would "
-                        "start later are not run (default: each trial the recipe's own budget; "
-                        "not with --time-budget)")  # fmt: skip
+                        "start later are not run (default: no budget, every trial does its "
+                        "iterations; not with --time-budget)")  # fmt: skip
     parser.set_defaults(restarts=2, out=os.path.join("outputs", "tune"))
 
 

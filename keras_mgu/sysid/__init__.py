@@ -15,7 +15,7 @@
   the best run or an average of runs (:func:`greedy_ensemble`).
 * :mod:`~keras_mgu.sysid.population`: :func:`train_population`, several
   runs trained at once in one model.
-* :mod:`~keras_mgu.sysid.sweep`: :func:`tune`, searches of the recipe's
+* :mod:`~keras_mgu.sysid.tuning`: :func:`tune`, searches of the recipe's
   settings with KerasTuner, locally and across machines.
 * :mod:`~keras_mgu.sysid.identification`: :class:`Identification`, the
   result: simulation from a learned or estimated initial state.
@@ -46,7 +46,7 @@ from keras_mgu.sysid.saving import ModelFileError, load
 from keras_mgu.sysid.scoring import CONVENTIONS, rmse, score
 from keras_mgu.sysid.selection import SELECTION_RULES, greedy_ensemble
 from keras_mgu.sysid.state import fit_initial_state
-from keras_mgu.sysid.sweep import DEFAULT_SPACE, TuneResult, check_space, tune
+from keras_mgu.sysid.tuning import DEFAULT_SPACE, TuneResult, check_space, tune
 from keras_mgu.sysid.windows import TrainingWindows
 
 __all__ = [

@@ -18,7 +18,8 @@ import pytest
 pytest.importorskip("keras_tuner")
 
 from keras_mgu import datasets  # noqa: E402
-from keras_mgu.sysid import RecipeConfig, check_space, recipe, saving, sweep, tune  # noqa: E402
+from keras_mgu.sysid import RecipeConfig, check_space, recipe, saving, tune, tuning  # noqa: E402
+from keras_mgu.sysid.tuning_workers import worker_compile_cache, worker_threads  # noqa: E402
 from tests.helpers import BACKEND_INDEPENDENT, SERIAL  # noqa: E402
 
 pytestmark = BACKEND_INDEPENDENT
@@ -94,7 +95,7 @@ def test_distributed_chief_and_two_workers_on_localhost(data, tmp_path):
     assert sorted(row["units"] for row in result.table) == [(3,), (4,), (5,)]
     assert all(row["status"] == "COMPLETED" for row in result.table)
     # Trials ran in the workers, each saved its model; the chief returns the best one's.
-    assert sorted(p.parent.name for p in tmp_path.glob(f"sweep/trial_*/{sweep.FOUND_FILE}")) == [
+    assert sorted(p.parent.name for p in tmp_path.glob(f"sweep/trial_*/{tuning.FOUND_FILE}")) == [
         f"trial_{row['trial']}" for row in result.table
     ]
     best = min(result.table, key=lambda row: row["validation_rmse"])
@@ -106,12 +107,12 @@ def test_the_best_trial_is_identified_again_where_its_saved_model_is_missing(dat
     # The chief finds no saved model (a worker on another machine): the same settings and seeds.
     space = {"units": [(3,), (4,)]}
     result = tune(data, space, TINY, max_trials=2, restarts=1, search="grid", directory=tmp_path)
-    job = sweep._job(data, space, TINY, 2, 1, 0, "grid", tmp_path, "sweep")
+    job = tuning._job(data, space, TINY, 2, 1, 0, "grid", tmp_path, "sweep")
     job.update(overwrite=False, trial_budget=None)  # the finished search, read back
-    tuner = sweep._make_tuner(job)
-    for saved in tmp_path.glob(f"sweep/trial_*/{sweep.FOUND_FILE}"):
+    tuner = tuning._make_tuner(job)
+    for saved in tmp_path.glob(f"sweep/trial_*/{tuning.FOUND_FILE}"):
         saved.unlink()
-    again = sweep._result(tuner, job)
+    again = tuning._result(tuner, job)
     assert again.best is not result.best
     assert again.best_settings == result.best_settings
     best = min(result.table, key=lambda row: row["validation_rmse"])
@@ -121,18 +122,18 @@ def test_the_best_trial_is_identified_again_where_its_saved_model_is_missing(dat
 def test_a_saved_trial_survives_a_crash_while_saving_the_next(data, tmp_path, monkeypatch):
     result = tune(data, {"units": [(3,)]}, TINY, max_trials=1, restarts=1, directory=tmp_path)
     trial_dir = next(tmp_path.glob("sweep/trial_*"))
-    before = (trial_dir / sweep.FOUND_FILE).read_bytes()
+    before = (trial_dir / tuning.FOUND_FILE).read_bytes()
 
     def crash(model):  # the manifest is written, the networks not yet
         raise OSError("disk full")
 
     monkeypatch.setattr(saving, "network_bytes", crash)
     with pytest.raises(OSError, match="disk full"):
-        sweep._save_found(result.best, str(trial_dir))
-    assert (trial_dir / sweep.FOUND_FILE).read_bytes() == before
+        tuning._save_found(result.best, str(trial_dir))
+    assert (trial_dir / tuning.FOUND_FILE).read_bytes() == before
     assert [p.name for p in trial_dir.iterdir() if p.name.startswith(".identification")] == []
     monkeypatch.undo()
-    loaded = sweep._load_found(str(trial_dir))
+    loaded = tuning._load_found(str(trial_dir))
     u = data.test.u[:50]
     np.testing.assert_array_equal(loaded.simulate(u), result.best.simulate(u))
 
@@ -143,7 +144,7 @@ def test_a_search_budget_gives_each_trial_the_time_left_over_the_trials_to_come(
                   search="grid", search_budget=120.0, directory=tmp_path)  # fmt: skip
     assert all(row["status"] == "COMPLETED" for row in result.table)
     budgets = [
-        sweep._load_found(str(tmp_path / "sweep" / f"trial_{row['trial']}")).config.time_budget
+        tuning._load_found(str(tmp_path / "sweep" / f"trial_{row['trial']}")).config.time_budget
         for row in result.table
     ]
     # The first trial: half the search's budget, less the start; the second: all that is left,
@@ -170,7 +171,7 @@ class _Clock:
 
 def test_trials_after_the_deadline_are_not_run(data, tmp_path, monkeypatch):
     # Readings: the deadline, then the first trial's share; the clock then passes the deadline.
-    monkeypatch.setattr(sweep, "time", _Clock(calls=2, jump=61.0))
+    monkeypatch.setattr(tuning, "time", _Clock(calls=2, jump=61.0))
     result = tune(data, {"units": [(3,), (4,), (5,)]}, TINY, max_trials=3, restarts=1,
                   search="grid", search_budget=60.0, directory=tmp_path)  # fmt: skip
     assert [row["status"] for row in result.table] == ["COMPLETED", "FAILED", "FAILED"]
@@ -193,7 +194,7 @@ class _SetClock:
 
 def test_a_trial_budget_leaves_out_what_earlier_trials_ran_past_theirs(data, tmp_path, monkeypatch):
     clock, budgets = _SetClock(), []
-    monkeypatch.setattr(sweep, "time", clock)
+    monkeypatch.setattr(tuning, "time", clock)
     real_identify = recipe.identify
     # Seconds each trial takes on the search's clock: past its budget by 6 s, then by 2 s.
     takes = [lambda budget: budget + 6.0, lambda budget: budget + 2.0, lambda budget: 10.0]
@@ -215,27 +216,27 @@ def test_a_trial_budget_leaves_out_what_earlier_trials_ran_past_theirs(data, tmp
 
 def test_a_worker_expects_its_share_of_the_trials():
     job = {"deadline": time.time() + 100.0, "max_trials": 16, "workers": 2}
-    assert sweep._trial_share(job, 0) == pytest.approx(100.0 / 8, rel=1e-3)
-    assert sweep._trial_share(job, 6) == pytest.approx(100.0 / 2, rel=1e-3)
-    assert sweep._trial_share(job, 9) == pytest.approx(100.0, rel=1e-3)  # more than expected
-    assert sweep._trial_share({**job, "deadline": time.time() - 1.0}, 0) == 0.0
-    assert sweep._trial_share({**job, "deadline": None}, 0) is None
+    assert tuning._trial_share(job, 0) == pytest.approx(100.0 / 8, rel=1e-3)
+    assert tuning._trial_share(job, 6) == pytest.approx(100.0 / 2, rel=1e-3)
+    assert tuning._trial_share(job, 9) == pytest.approx(100.0, rel=1e-3)  # more than expected
+    assert tuning._trial_share({**job, "deadline": time.time() - 1.0}, 0) == 0.0
+    assert tuning._trial_share({**job, "deadline": None}, 0) is None
     # Less time left than the shortest trial this worker has run: none would end in time.
-    assert sweep._trial_share(job, 6, floor=120.0) == 0.0
-    assert sweep._trial_share(job, 6, floor=80.0) == pytest.approx(100.0 / 2, rel=1e-3)
+    assert tuning._trial_share(job, 6, floor=120.0) == 0.0
+    assert tuning._trial_share(job, 6, floor=80.0) == pytest.approx(100.0 / 2, rel=1e-3)
     # Less the seconds a trial runs past its budget; none left of the share: its floor.
-    assert sweep._trial_share(job, 6, overrun=8.0) == pytest.approx(100.0 / 2 - 8, rel=1e-3)
-    assert sweep._trial_share(job, 6, overrun=60.0) == sweep.MIN_TRIAL_BUDGET
+    assert tuning._trial_share(job, 6, overrun=8.0) == pytest.approx(100.0 / 2 - 8, rel=1e-3)
+    assert tuning._trial_share(job, 6, overrun=60.0) == tuning.MIN_TRIAL_BUDGET
     # The overrun expected: the first trial's alone, then the mean of those after it.
-    assert sweep._overrun([]) == 0.0
-    assert sweep._overrun([9.0]) == 9.0
-    assert sweep._overrun([9.0, 2.0, 4.0]) == pytest.approx(3.0)
+    assert tuning._overrun([]) == 0.0
+    assert tuning._overrun([9.0]) == 9.0
+    assert tuning._overrun([9.0, 2.0, 4.0]) == pytest.approx(3.0)
 
 
 def test_local_workers_share_a_jax_compilation_cache(tmp_path):
     pytest.importorskip("jax")
-    cache = sweep.worker_compile_cache(str(tmp_path), {})
-    assert sweep.worker_compile_cache(str(tmp_path), {"JAX_COMPILATION_CACHE_DIR": "x"}) == {}
+    cache = worker_compile_cache(str(tmp_path), {})
+    assert worker_compile_cache(str(tmp_path), {"JAX_COMPILATION_CACHE_DIR": "x"}) == {}
     # A process with that environment writes what it compiles there.
     program = "import jax, jax.numpy as jnp; print(jax.jit(lambda x: jnp.tanh(x) * 3)(1.0))"
     env = {**os.environ, **cache, "JAX_PLATFORMS": "cpu"}
@@ -245,13 +246,13 @@ def test_local_workers_share_a_jax_compilation_cache(tmp_path):
 
 def test_local_workers_share_the_cpus():
     cpus = len(os.sched_getaffinity(0))
-    caps = sweep.worker_threads(2, {})
+    caps = worker_threads(2, {})
     assert caps["KERAS_MGU_NUM_THREADS"] == caps["OMP_NUM_THREADS"] == str(max(1, cpus // 2))
     assert caps["TF_NUM_INTRAOP_THREADS"] == str(max(1, cpus // 2))
-    one = sweep.worker_threads(cpus, {})
+    one = worker_threads(cpus, {})
     assert one["KERAS_MGU_NUM_THREADS"] == "1" and "multi_thread_eigen=false" in one["XLA_FLAGS"]
     # What the user set is theirs.
-    kept = sweep.worker_threads(cpus, {"OMP_NUM_THREADS": "3", "XLA_FLAGS": "--xla_dump_to=x"})
+    kept = worker_threads(cpus, {"OMP_NUM_THREADS": "3", "XLA_FLAGS": "--xla_dump_to=x"})
     assert "OMP_NUM_THREADS" not in kept and "XLA_FLAGS" not in kept
 
 

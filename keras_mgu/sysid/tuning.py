@@ -41,11 +41,8 @@ A trial has a floor it cannot go below (building its models, two epochs of
 each run, scoring), so a budget far below ``max_trials / workers`` times
 that floor ends with failed trials.
 
-Local worker processes (``workers > 1``) each get an equal share of the
-CPUs for their threads (:func:`worker_threads`), so that they do not
-contend for the same cores, and on JAX one persistent compilation cache
-(:func:`worker_compile_cache`), so that a model one trial compiled is not
-compiled again by the next trial with the same shapes.
+Local worker processes (``workers > 1``) are started and served by
+:mod:`~keras_mgu.sysid.tuning_workers`.
 """
 
 from __future__ import annotations
@@ -54,11 +51,6 @@ import dataclasses
 import json
 import math
 import os
-import pickle
-import socket
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -73,8 +65,6 @@ __all__ = [
     "TuneResult",
     "check_space",
     "tune",
-    "worker_compile_cache",
-    "worker_threads",
 ]
 
 #: The space searched when none is given.
@@ -234,9 +224,7 @@ def _trial_config(job: dict, settings: dict, budget: float | None = None) -> Rec
     return config
 
 
-def _trial_share(
-    job: dict, started: int, floor: float = 0.0, overrun: float = 0.0
-) -> float | None:
+def _trial_share(job: dict, started: int, floor: float = 0.0, overrun: float = 0.0) -> float | None:
     """Seconds for a worker's next trial: the time to the deadline over its trials to come.
 
     ``started``: the trials this worker has started; it expects
@@ -342,8 +330,8 @@ def tune(
             worker still expects (at first ``search_budget * workers /
             max_trials``); trials that would start too late (with less
             time left than the worker's shortest trial) fail at once.
-            ``None``: each trial has ``config.time_budget`` (by default the
-            recipe's, derived from the record). Not both.
+            ``None``: each trial has ``config.time_budget`` (by default
+            none: every run does its iterations). Not both.
         directory, project_name, overwrite: KerasTuner's folder of the search.
 
     Returns:
@@ -362,7 +350,9 @@ def tune(
         _make_tuner(job).search()
         return None
     if role is None and workers > 1:
-        return _local_parallel(job, workers)
+        from keras_mgu.sysid.tuning_workers import run_local_workers
+
+        return _result(run_local_workers(job, workers, _make_tuner), job)
     tuner = _make_tuner(job)
     tuner.search()
     return _result(tuner, job)
@@ -388,8 +378,10 @@ def _trial_budget(search_budget: float | None, job: dict, workers: int) -> float
     """Each trial's time budget: its share of ``search_budget`` (``None``: the config's)."""
     if search_budget is None:
         return None
-    if isinstance(search_budget, bool) or not isinstance(search_budget, (int, float)) or not (
-        0 < search_budget < math.inf
+    if (
+        isinstance(search_budget, bool)
+        or not isinstance(search_budget, (int, float))
+        or not (0 < search_budget < math.inf)
     ):
         raise ValueError(
             f"`search_budget` must be a positive number of seconds; received {search_budget!r}."
@@ -405,114 +397,6 @@ def _trial_budget(search_budget: float | None, job: dict, workers: int) -> float
             "`search_budget` sets each trial's time budget; do not search `time_budget`."
         )
     return float(search_budget) * workers / job["max_trials"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def worker_threads(workers: int, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The thread settings of one of ``workers`` local worker processes: its share of the CPUs.
-
-    Each framework reads them at start: the native loops
-    (``KERAS_MGU_NUM_THREADS``), PyTorch (``OMP_NUM_THREADS``), TensorFlow
-    (``TF_NUM_INTRAOP_THREADS``, ``TF_NUM_INTEROP_THREADS``) and, with one
-    CPU each, XLA on JAX (``XLA_FLAGS``: no multi-threaded Eigen). Variables
-    already set in ``environ`` (default ``os.environ``) are left as they are.
-    """
-    environ = os.environ if environ is None else environ
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    share = str(max(1, (cpus or 1) // workers))
-    names = ("KERAS_MGU_NUM_THREADS", "OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
-             "TF_NUM_INTEROP_THREADS")  # fmt: skip
-    caps = {name: share for name in names}
-    if share == "1":
-        caps["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-    return {name: value for name, value in caps.items() if name not in environ}
-
-
-def worker_compile_cache(
-    directory: str, environ: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """The environment of local workers that share a JAX compilation cache in ``directory``.
-
-    JAX writes every compiled program there (no minimum compile time or
-    size) and a worker reads it back instead of compiling a program of the
-    same shapes again: a model one trial compiled (its training step, its
-    simulation) is not compiled again by the next. Other backends ignore
-    the variables. A cache the user set (``JAX_COMPILATION_CACHE_DIR`` in
-    ``environ``, default ``os.environ``) is kept.
-    """
-    environ = os.environ if environ is None else environ
-    if "JAX_COMPILATION_CACHE_DIR" in environ:
-        return {}
-    return {
-        "JAX_COMPILATION_CACHE_DIR": directory,
-        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
-    }
-
-
-def _local_parallel(job: dict, workers: int) -> TuneResult:
-    """A chief in this process and ``workers`` local worker processes."""
-    os.makedirs(job["directory"], exist_ok=True)
-    spec = os.path.join(job["directory"], f"{job['project_name']}_job.pkl")
-    with open(spec, "wb") as f:
-        pickle.dump({**job, "overwrite": False}, f)
-    env = {"KERASTUNER_ORACLE_IP": "127.0.0.1", "KERASTUNER_ORACLE_PORT": str(_free_port())}
-    saved = {k: os.environ.get(k) for k in (*env, "KERASTUNER_TUNER_ID")}
-    os.environ.update(env, KERASTUNER_TUNER_ID="chief")
-    procs = []
-    cache = worker_compile_cache(os.path.join(job["directory"], f"{job['project_name']}_jax_cache"))
-    try:
-        tuner = _make_tuner(job)
-        for i in range(workers):
-            worker_env = {**os.environ, **worker_threads(workers), **cache, **env,
-                          "KERASTUNER_TUNER_ID": f"tuner{i}"}  # fmt: skip
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "keras_mgu.sysid.sweep", spec], env=worker_env
-                )
-            )
-        _serve_until_done(tuner, procs)
-    finally:
-        for p in procs:
-            p.wait(timeout=60) if p.poll() is None else None
-        for k, v in saved.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
-    failed = [p.returncode for p in procs if p.returncode]
-    if failed:
-        raise RuntimeError(f"{len(failed)} worker process(es) failed (exit codes {failed}).")
-    return _result(tuner, job)
-
-
-def _serve_until_done(tuner, procs: list[subprocess.Popen]) -> None:
-    """Serve the oracle to the local workers until all of them have exited.
-
-    KerasTuner's chief (``tuner.search()``) runs in a daemon thread: once
-    the oracle has run out of trials it only notices that the last worker is
-    done on its next poll (up to 20 s later), while the workers' exit says
-    so at once; a worker exits after its last trial has ended.
-    """
-    errors: list[BaseException] = []
-
-    def serve() -> None:
-        try:
-            tuner.search()
-        except BaseException as err:  # re-raised in the calling thread
-            errors.append(err)
-
-    chief = threading.Thread(target=serve, name="keras_mgu-tune-chief", daemon=True)
-    chief.start()
-    while any(p.poll() is None for p in procs):
-        if errors:
-            for p in procs:
-                p.kill()
-            message = "The search's chief (KerasTuner's oracle server) failed."
-            raise RuntimeError(message) from errors[0]
-        time.sleep(0.05)
 
 
 def _result(tuner, job: dict) -> TuneResult:
@@ -545,13 +429,3 @@ def _table(tuner, space: dict[str, list]) -> list[dict]:
             row[key] = float("nan") if value is None else float(value)
         rows.append(row)
     return rows
-
-
-def _worker_main(spec: str) -> None:
-    with open(spec, "rb") as f:
-        job = pickle.load(f)
-    _make_tuner(job).search()
-
-
-if __name__ == "__main__":
-    _worker_main(sys.argv[1])
