@@ -19,6 +19,8 @@
   settings with KerasTuner, locally and across machines.
 * :mod:`~keras_mgu.sysid.identification`: :class:`Identification`, the
   result: simulation from a learned or estimated initial state.
+* :mod:`~keras_mgu.sysid.signals`: :class:`SignalPath`, physical signals to
+  the network's and back (standardisation, the linear model's residual).
 * :mod:`~keras_mgu.sysid.saving`: model files, :meth:`Identification.save`
   and :func:`load`.
 * :mod:`~keras_mgu.sysid.state`: the state of a new experiment from its first
@@ -37,14 +39,15 @@ Example::
 """
 
 from keras_mgu.sysid.config import RecipeConfig
-from keras_mgu.sysid.identification import Identification, SignalPath
+from keras_mgu.sysid.identification import Identification
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.model import LearnedInitialState, build_simulator
-from keras_mgu.sysid.population import Member, population_groups, train_population
+from keras_mgu.sysid.population import PlannedRun, population_groups, train_population
 from keras_mgu.sysid.recipe import RunResult, Structure, identify, structures, train_simulator
 from keras_mgu.sysid.saving import ModelFileError, load
 from keras_mgu.sysid.scoring import CONVENTIONS, rmse, score
 from keras_mgu.sysid.selection import SELECTION_RULES, greedy_ensemble
+from keras_mgu.sysid.signals import SignalPath
 from keras_mgu.sysid.state import fit_initial_state
 from keras_mgu.sysid.tuning import DEFAULT_SPACE, TuneResult, check_space, tune
 from keras_mgu.sysid.windows import TrainingWindows
@@ -55,8 +58,8 @@ __all__ = [
     "Identification",
     "LearnedInitialState",
     "LinearModel",
-    "Member",
     "ModelFileError",
+    "PlannedRun",
     "RecipeConfig",
     "RunResult",
     "SELECTION_RULES",

@@ -1,15 +1,10 @@
 """The identified model: simulation in physical units, from a learned or an estimated state.
 
-:class:`SignalPath` maps physical signals to what the network sees and back::
-
-    u_s, y_s = (u - u_mean) / u_std, (y - y_mean) / y_std       (estimation statistics)
-    y_lin    = LinearModel.simulate(u_s, y0_s)                  (when a linear model is used)
-    x        = inner([u_s, y_lin]),  target = inner(y_s - y_lin)  (standardised again)
-
-and :class:`Identification` (what :func:`~keras_mgu.sysid.identify` returns)
+:class:`Identification` (what :func:`~keras_mgu.sysid.identify` returns)
 simulates a new experiment from its inputs and, optionally, its first ``n``
 measured outputs (:mod:`~keras_mgu.sysid.state` estimates the state from
-them).
+them); each run's :class:`~keras_mgu.sysid.signals.SignalPath` maps the
+physical signals to the network's and back.
 """
 
 from __future__ import annotations
@@ -24,55 +19,12 @@ import numpy as np
 
 from keras_mgu.datasets import Normalizer, Protocol, Record
 from keras_mgu.sysid.config import RecipeConfig
-from keras_mgu.sysid.linear import LinearModel
 from keras_mgu.sysid.scoring import score
 from keras_mgu.sysid.selection import error_rmse
+from keras_mgu.sysid.signals import SignalPath
 from keras_mgu.sysid.state import encoder_history, fit_initial_state
 
-__all__ = ["Identification", "SignalPath"]
-
-
-@dataclasses.dataclass
-class SignalPath:
-    """Physical signals to the network's inputs and targets, and its outputs back.
-
-    Attributes:
-        outer: Standardisation with the estimation record's statistics.
-        linear: The linear model fitted first (on standardised signals), or None.
-        inner: Standardisation of ``[u_s, y_lin]`` and ``y_s - y_lin`` (None
-            without a linear model).
-    """
-
-    outer: Normalizer
-    linear: LinearModel | None = None
-    inner: Normalizer | None = None
-
-    def inputs(self, u: np.ndarray, y0: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(x (N, n_net_inputs), y_lin (N, n_outputs) or None)`` for physical ``u``, ``y0``."""
-        u_s = self.outer.transform_u(u)
-        if self.linear is None:
-            return u_s, None
-        y_lin = self.linear.simulate(u_s, self.outer.transform_y(y0))
-        return self.inner.transform_u(np.concatenate([u_s, y_lin], axis=1)), y_lin
-
-    def targets(self, y: np.ndarray, y_lin: np.ndarray | None) -> np.ndarray:
-        """The network's targets for physical outputs ``y`` (``y_lin`` of the same samples)."""
-        y_s = self.outer.transform_y(y)
-        return y_s if y_lin is None else self.inner.transform_y(y_s - y_lin)
-
-    def outputs(self, y_net: np.ndarray, y_lin: np.ndarray | None) -> np.ndarray:
-        """Physical outputs from the network's outputs."""
-        if y_lin is not None:
-            y_net = self.inner.inverse_transform_y(y_net) + y_lin
-        return self.outer.inverse_transform_y(y_net)
-
-    def record(self, record: Record) -> Record:
-        """``record`` as the network sees it, the linear model at rest at its first output."""
-        x, y_lin = self.inputs(record.u, record.y[0])
-        return Record(
-            x, self.targets(record.y, y_lin), record.ts, name=record.name,
-            boundaries=record.boundaries,
-        )  # fmt: skip
+__all__ = ["Identification"]
 
 
 def _check_signal(name: str, value: Any, channels: int) -> np.ndarray:

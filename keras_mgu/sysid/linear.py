@@ -18,7 +18,7 @@ constant (estimation-mean) prediction, about half its variance. Whether the
 network then trains on its residual is decided on validation by the restarts
 (:func:`~keras_mgu.sysid.identify`).
 
-:class:`~keras_mgu.sysid.identification.SignalPath` turns a record into what
+:class:`~keras_mgu.sysid.signals.SignalPath` turns a record into what
 the network trains on: inputs ``[u, y_lin]`` and target ``y - y_lin``.
 """
 

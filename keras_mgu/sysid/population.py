@@ -1,6 +1,6 @@
 """Population training: several runs of the recipe trained at once, in one Keras model.
 
-``K`` runs (each a :class:`Member`: records, resolved settings and seed)
+``K`` runs (each a :class:`PlannedRun`: records, resolved settings and seed)
 become the branches of one model::
 
     inputs  [x_1, ..., x_K]     (each run's inputs, as train_simulator feeds them)
@@ -46,7 +46,7 @@ from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.grouped import GroupedSimulators, grouped_unsupported_reason
 
 __all__ = [
-    "SHARED_SETTINGS", "Member", "groupable", "population_groups", "stack_inputs",
+    "SHARED_SETTINGS", "PlannedRun", "groupable", "population_groups", "stack_inputs",
     "train_population",
 ]  # fmt: skip
 
@@ -59,7 +59,7 @@ SHARED_SETTINGS = (
 
 
 @dataclasses.dataclass
-class Member:
+class PlannedRun:
     """One run of a population: the records as its network sees them, its settings, its seed.
 
     ``config`` must be resolved (:meth:`RecipeConfig.resolved`).
@@ -169,7 +169,7 @@ def _grouped_predict(model: keras.Model):
     return predict
 
 
-def groupable(members: Sequence[Member], branches: Sequence[keras.Model]) -> bool:
+def groupable(members: Sequence[PlannedRun], branches: Sequence[keras.Model]) -> bool:
     """Whether ``members`` train as one grouped model.
 
     They do when they share one config and one set of records (so their
@@ -233,7 +233,7 @@ def _compiled_population(
 
 
 def train_population(
-    members: Sequence[Member],
+    members: Sequence[PlannedRun],
     verbose: int | str = 0,
     callbacks: Sequence[keras.callbacks.Callback] = (),
     time_budget: float | None = None,

@@ -24,11 +24,12 @@ import numpy as np
 
 from keras_mgu.datasets import Normalizer, Record, SysIdData
 from keras_mgu.sysid.config import RecipeConfig
-from keras_mgu.sysid.identification import Identification, SignalPath
+from keras_mgu.sysid.identification import Identification
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
-from keras_mgu.sysid.population import Member, population_groups, train_population
+from keras_mgu.sysid.population import PlannedRun, population_groups, train_population
 from keras_mgu.sysid.run import RunResult, shortest, train_simulator
 from keras_mgu.sysid.selection import error_rmse, select
+from keras_mgu.sysid.signals import SignalPath
 
 __all__ = ["RunResult", "Structure", "identify", "structures", "train_simulator"]
 
@@ -161,18 +162,16 @@ def identify(
     runs = trainer.train([(option, seed) for option in options])
     winner = next(o for o in options if o.name == runs[_best_run(runs)].structure)
     runs += trainer.train([(winner, seed + 1000 * k) for k in range(1, restarts)])
+    rule = winner.config.selection
+    members = () if rule == "best" else select([run.validation_error for run in runs], rule)
+    if verbose and members:
+        print(f"selection ({rule}): runs {_multiset(members)}", flush=True)
     est = data.estimation
-    found = Identification(
-        runs, _best_run(runs), data.n_initial, trainer.first, linear_table,
+    return Identification(
+        runs, _best_run(runs), data.n_initial, trainer.first, linear_table, members,
         input_names=est.input_names, output_names=est.output_names, ts=est.ts,
         protocol=data.protocol,
     )  # fmt: skip
-    rule = winner.config.selection
-    if rule != "best":
-        found.members = select([run.validation_error for run in runs], rule)
-        if verbose:
-            print(f"selection ({rule}): runs {_multiset(found.members)}", flush=True)
-    return found
 
 
 def _multiset(members: tuple[int, ...]) -> str:
@@ -211,7 +210,7 @@ class _Trainer:
                 runs[i] = self._scored(run, *plan[i])
         return [runs[i] for i in range(len(plan))]
 
-    def _train_group(self, members: list[Member], share: float | None) -> list[RunResult]:
+    def _train_group(self, members: list[PlannedRun], share: float | None) -> list[RunResult]:
         if len(members) > 1:
             return train_population(members, self.verbose, self.callbacks, share)
         m = members[0]
@@ -229,15 +228,16 @@ class _Trainer:
         self.left -= n_runs
         return share
 
-    def _member(self, option: Structure, seed: int) -> Member:
+    def _member(self, option: Structure, seed: int) -> PlannedRun:
         est, val = self.records[option.name]
-        return Member(est, val, option.config, seed)
+        return PlannedRun(est, val, option.config, seed)
 
     def _scored(self, run: RunResult, option: Structure, seed: int) -> RunResult:
-        run.structure, run.path = option.name, option.path
+        """``run`` with its structure, signal path and validation error (physical record)."""
+        run = dataclasses.replace(run, structure=option.name, path=option.path)
         single = Identification([run], 0, self.data.n_initial, self.first)
-        run.validation_error = single.validation_error(self.data)
-        run.validation_rmse = error_rmse(run.validation_error)
+        error = single.validation_error(self.data)
+        run = dataclasses.replace(run, validation_error=error, validation_rmse=error_rmse(error))
         self.done += 1
         if self.verbose:
             print(

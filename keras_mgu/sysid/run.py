@@ -32,8 +32,8 @@ import numpy as np
 from keras_mgu.callbacks import LearningRateDecayPoints, TimeBudget, WeightedEarlyStopping
 from keras_mgu.datasets import Record
 from keras_mgu.sysid.config import RecipeConfig
-from keras_mgu.sysid.identification import SignalPath
 from keras_mgu.sysid.model import build_simulator
+from keras_mgu.sysid.signals import SignalPath
 from keras_mgu.sysid.windows import TrainingWindows
 
 __all__ = [
@@ -58,7 +58,8 @@ class RunResult:
     structure (with or without the linear model), and ``validation_error``
     the error it is the RMSE of (``(N_scored, n_outputs)``, what the selection
     rules read). ``structure`` and ``path`` say how the network's signals
-    relate to the physical ones; these four are set by :func:`identify`.
+    relate to the physical ones. Training returns a run without these four;
+    :func:`identify` returns copies with them (``dataclasses.replace``).
     ``stopper`` (the early stopping, with the training history) is None in a
     run loaded from a model file (:func:`~keras_mgu.sysid.load`).
     """

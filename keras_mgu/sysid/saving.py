@@ -49,8 +49,9 @@ from keras_mgu._atomic import write_atomically
 from keras_mgu._version import __version__
 from keras_mgu.datasets import Normalizer, Protocol
 from keras_mgu.sysid.config import RecipeConfig
-from keras_mgu.sysid.identification import Identification, SignalPath
+from keras_mgu.sysid.identification import Identification
 from keras_mgu.sysid.linear import LinearModel
+from keras_mgu.sysid.signals import SignalPath
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "SUFFIX", "ModelFileError", "load", "save"]
 

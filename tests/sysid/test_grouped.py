@@ -8,7 +8,7 @@ import pytest
 
 from keras_mgu import kernels, native
 from keras_mgu.kernels import reference
-from keras_mgu.sysid import Member, population, train_population, train_simulator
+from keras_mgu.sysid import PlannedRun, population, train_population, train_simulator
 from keras_mgu.sysid.grouped import GroupedSimulators, grouped_unsupported_reason
 from keras_mgu.sysid.model import build_simulator
 from tests.helpers import random_mgu_weights, to_numpy, value_and_grad
@@ -145,13 +145,13 @@ def test_populations_of_alike_runs_are_grouped(records):  # noqa: F811
     _, est, val = records
     config = TINY.resolved(est.n_samples)
     branches = _simulators(2, units=(5,))
-    assert population.groupable([Member(est, val, config, s) for s in (0, 1)], branches)
+    assert population.groupable([PlannedRun(est, val, config, s) for s in (0, 1)], branches)
     other = dataclasses.replace(config, window=config.window - 1)
-    mixed = [Member(est, val, config, 0), Member(est, val, other, 1)]
+    mixed = [PlannedRun(est, val, config, 0), PlannedRun(est, val, other, 1)]
     assert not population.groupable(mixed, branches)
     clipped = dataclasses.replace(config, clipnorm=1.0)
-    assert not population.groupable([Member(est, val, clipped, s) for s in (0, 1)], branches)
-    assert not population.groupable([Member(est, val, config, 0)], branches[:1])
+    assert not population.groupable([PlannedRun(est, val, clipped, s) for s in (0, 1)], branches)
+    assert not population.groupable([PlannedRun(est, val, config, 0)], branches[:1])
 
 
 def test_a_grouped_population_scores_each_runs_own_training_loss(records):  # noqa: F811
@@ -161,7 +161,7 @@ def test_a_grouped_population_scores_each_runs_own_training_loss(records):  # no
     config = config.resolved(est.n_samples)
     seeds = [4, 1]
     alone = [train_simulator(est, val, config, s) for s in seeds]
-    together = train_population([Member(est, val, config, s) for s in seeds])
+    together = train_population([PlannedRun(est, val, config, s) for s in seeds])
     for a, b in zip(alone, together, strict=True):
         np.testing.assert_allclose(
             [h["loss"] for h in b.stopper.train_history],

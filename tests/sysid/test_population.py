@@ -11,7 +11,7 @@ from keras_mgu.callbacks import PopulationEarlyStopping
 from keras_mgu.callbacks.population import weighted_rmse
 from keras_mgu.datasets import Normalizer
 from keras_mgu.sysid import (
-    Member,
+    PlannedRun,
     RecipeConfig,
     identify,
     population_groups,
@@ -38,7 +38,7 @@ def test_population_equals_runs_one_by_one(records, config):
     config = config.resolved(est.n_samples)
     seeds = [0, 7, 3]
     alone = [train_simulator(est, val, config, s) for s in seeds]
-    together = train_population([Member(est, val, config, s) for s in seeds])
+    together = train_population([PlannedRun(est, val, config, s) for s in seeds])
     for a, b in zip(alone, together, strict=True):
         assert b.seed == a.seed and b.best_iteration == a.best_iteration
         np.testing.assert_allclose(
@@ -82,7 +82,7 @@ def test_mixed_settings_and_empty_populations_are_refused(records):
     a = TINY.resolved(est.n_samples)
     c = dataclasses.replace(a, learning_rate=0.003)
     with pytest.raises(ValueError, match="must agree on iterations"):
-        train_population([Member(est, val, a, 0), Member(est, val, c, 1)])
+        train_population([PlannedRun(est, val, a, 0), PlannedRun(est, val, c, 1)])
     with pytest.raises(ValueError, match="at least one member"):
         train_population([])
 
