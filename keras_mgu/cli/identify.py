@@ -271,8 +271,8 @@ def _add_recipe_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--restarts", type=positive_int, default=3, metavar="N",
                        help="runs to choose from on the validation record")  # fmt: skip
     group.add_argument("--selection", metavar="RULE",
-                       help="'best': keep the run best on validation; 'ensemble': average "
-                       "runs chosen greedily on validation (default: the recipe's)")  # fmt: skip
+                       help="'ensemble' (default): average runs chosen greedily on validation; "
+                       "'best': keep the run best on validation")  # fmt: skip
     group.add_argument("--seed", type=int, default=0, help="seed of the first run")
     group.add_argument("--compare", action="store_true",
                        help="also train GRU and LSTM models with the same recipe")  # fmt: skip

@@ -189,11 +189,18 @@ def test_both_structures_are_tried_and_the_better_one_gets_the_restarts(tanks):
     assert [r.seed for r in found.runs[2:]] == [1007, 2007]
     assert found.best == int(np.argmin([r.validation_rmse for r in found.runs]))
     assert found.runs[1].path.linear is not None and found.runs[0].path.linear is None
-    # The validation RMSE is the chosen model's, in standardised units of the estimation record.
+    # Validation RMSEs are in standardised units of the estimation record: the best run's
+    # alone, and the kept average's (the default selection).
     val = tanks.validation
-    y_sim = found.simulate(np.concatenate([tanks.estimation.u, val.u]))[-val.n_samples :]
-    expected = np.sqrt(np.mean(((y_sim - val.y) / found.normalizer.y_std[0]) ** 2))
-    assert found.runs[found.best].validation_rmse == pytest.approx(expected, rel=1e-5)
+    u = np.concatenate([tanks.estimation.u, val.u])
+    for kept, rmse in (
+        (found.run_alone(found.best), found.runs[found.best].validation_rmse),
+        (found, found.validation_rmse(tanks)),
+    ):
+        y_sim = kept.simulate(u)[-val.n_samples :]
+        expected = np.sqrt(np.mean(((y_sim - val.y) / found.normalizer.y_std[0]) ** 2))
+        assert rmse == pytest.approx(expected, rel=1e-5)
+    assert found.members and found.members[0] == found.best
 
 
 def test_simulation_and_scores_are_in_physical_units(tanks):
