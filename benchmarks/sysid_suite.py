@@ -2,7 +2,8 @@
 
 For each benchmark and seed S it runs ``sysid.identify(data, config,
 restarts=R, seed=S)`` in a fresh process on the chosen backend, the library's
-defaults unless ``--config`` changes settings, and scores the chosen model on
+defaults unless ``--config`` changes settings, and scores the model it
+returns (the run, or the average of runs, kept on validation) on
 the test record under the benchmark's protocol (the first ``n`` measured
 outputs set the state, RMSE from sample ``n`` on, in the protocol's unit) and
 over every sample from the estimation record's start. Every restart is
@@ -130,9 +131,15 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
         "previous_n_initial": previous,
         "seconds": round(seconds, 1),
         "chosen": found.best,
-        "test": runs[found.best]["test"],
-        "test_all": runs[found.best]["test_all"],
-        **({} if previous is None else {"test_previous_n": runs[found.best]["test_previous_n"]}),
+        "members": list(found.members),
+        "selection": found.runs[found.best].config.selection,
+        "test": protocol.scale * found.score(data.test, "benchmark"),
+        "test_all": protocol.scale * found.score(data.test),
+        **(
+            {}
+            if previous is None
+            else {"test_previous_n": protocol.scale * found.score(data.test, "benchmark", previous)}
+        ),
         "runs": runs,
         "ensemble": {
             "validation_rmse": ensemble.validation_rmse(data),
