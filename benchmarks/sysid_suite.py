@@ -98,7 +98,7 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
     previous = protocol.previous_n_initial
     runs = []
     for k, run in enumerate(found.runs):
-        member = dataclasses.replace(found, best=k)
+        member = found.run_alone(k)
         runs.append(
             {
                 "seed": run.seed,
