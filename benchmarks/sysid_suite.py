@@ -18,7 +18,10 @@ measured test output used), the median validation RMSE of the chosen runs
 of ``identify`` (all restarts). Where the protocol's ``n`` changed with
 ``nonlinear-benchmarks`` 1.0.1 (``Protocol.previous_n_initial``: Cascaded Tanks
 5, now 50), every run is scored from both samples, and a second table gives
-both medians.
+both medians. Where ``--peers`` (default ``benchmarks/results/peers``) holds
+results of ``benchmarks/peers/`` (deepSI's SUBNET on the same records and
+protocol), each benchmark's rows are followed by the peer's, and the commands
+that made them are printed below the table.
 
 Usage::
 
@@ -50,6 +53,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(HERE, "results", "suite")
+DEFAULT_PEERS = os.path.join(HERE, "results", "peers")
 DEFAULT_ROOT = os.path.join(HERE, "..", "..", "shared", "data")
 BENCHMARKS = ("cascaded_tanks", "wh2009", "emps")
 SELECTION_RULES = ("best", "ensemble")
@@ -68,6 +72,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data-root", default=DEFAULT_ROOT, help="folder of benchmark folders")
     parser.add_argument("--out", default=DEFAULT_OUT, help="results folder")
     parser.add_argument("--report", action="store_true", help="print the tables and exit")
+    parser.add_argument("--peers", default=DEFAULT_PEERS,
+                        help="the peers' results folder for --report ('' for none)")  # fmt: skip
     parser.add_argument(
         "--linear", action="store_true", help="score the linear model alone on each benchmark"
     )
@@ -252,25 +258,69 @@ def _groups(out: str):
         yield benchmark, backend, sorted(results, key=lambda r: r["seed"])
 
 
-def report(out: str) -> str:
-    """Markdown: one row per benchmark and backend."""
+def report(out: str, peers: str | None = None) -> str:
+    """Markdown: one row per benchmark and backend, then the peers' rows of that benchmark.
+
+    ``peers`` is a folder of ``benchmarks/peers/`` results
+    (``BENCHMARK/PEER_seedS.json``); ``None`` or a missing folder: no peer rows.
+    """
     lines = [
         "| benchmark | backend | seeds | test RMSE per seed | median | worst | "
         "from the estimation start, median | validation RMSE, median | identify time, median |",
         "|---|---|---|---|---:|---:|---:|---:|---:|",
     ]
+    rows: dict[str, list[str]] = {}
     for benchmark, backend, results in _groups(out):
-        unit = results[0]["unit"]
-        tests = [r["test"] for r in results]
-        lines.append(
-            f"| {benchmark} | {backend} | {' '.join(str(r['seed']) for r in results)} | "
-            f"{' / '.join(f'{v:.3g}' for v in tests)} {unit} | "
-            f"{statistics.median(tests):.3g} {unit} | {max(tests):.3g} {unit} | "
-            f"{statistics.median(r['test_all'] for r in results):.3g} {unit} | "
-            f"{_validation_median(results)} | "
-            f"{statistics.median(r['seconds'] for r in results):.0f} s |"
-        )
+        rows.setdefault(benchmark, []).append(
+            _row(benchmark, backend, results, statistics.median(r["test_all"] for r in results),
+                 _validation_median(results))
+        )  # fmt: skip
+    for (benchmark, peer), results in load_peer_results(peers).items():
+        validation = f"{statistics.median(r['validation_rmse'] for r in results):.3f}"
+        label = f"{peer} (deepSI {results[0]['deepsi_version']})"
+        rows.setdefault(benchmark, []).append(_row(benchmark, label, results, None, validation))
+    order = {name: i for i, name in enumerate(BENCHMARKS)}
+    for benchmark in sorted(rows, key=lambda name: (order.get(name, 99), name)):
+        lines.extend(rows[benchmark])
     return "\n".join(lines)
+
+
+def _row(benchmark: str, label: str, results: list[dict], start, validation: str) -> str:
+    """One table row; ``start``: the median score from the estimation start, or None (a dash)."""
+    unit = results[0]["unit"]
+    tests = [r["test"] for r in results]
+    return (
+        f"| {benchmark} | {label} | {' '.join(str(r['seed']) for r in results)} | "
+        f"{' / '.join(f'{v:.3g}' for v in tests)} {unit} | "
+        f"{statistics.median(tests):.3g} {unit} | {max(tests):.3g} {unit} | "
+        f"{'-' if start is None else f'{start:.3g} {unit}'} | {validation} | "
+        f"{statistics.median(r['seconds'] for r in results):.0f} s |"
+    )
+
+
+def load_peer_results(peers: str | None) -> dict[tuple[str, str], list[dict]]:
+    """The peers' per-run files, ``(benchmark, peer) -> results by seed``; empty when none."""
+    groups: dict[tuple[str, str], list[dict]] = {}
+    if not peers:
+        return groups
+    for path in sorted(glob.glob(os.path.join(peers, "*", "*_seed*.json"))):
+        with open(path) as f:
+            result = json.load(f)
+        groups.setdefault((result["benchmark"], result["peer"].upper()), []).append(result)
+    return {key: sorted(group, key=lambda r: r["seed"]) for key, group in groups.items()}
+
+
+def peer_commands(peers: str | None) -> str:
+    """Markdown: the commands that made the peers' results (in the peers' environment)."""
+    commands = sorted({r["command"] for group in load_peer_results(peers).values() for r in group})
+    if not commands:
+        return ""
+    return (
+        "Peer rows: deepSI's SUBNET on the same records and protocol, in its own environment "
+        "(`benchmarks/peers/README.md`); its time is training and test simulation:\n\n```bash\n"
+        + "\n".join(f"PYTHONPATH=$PWD /work/peers-venv/bin/{c}" for c in commands)
+        + "\n```"
+    )
 
 
 def previous_n_table(out: str) -> str:
@@ -388,7 +438,9 @@ def _validation_median(results: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.report:
-        print(report(args.out) + "\n\nFrom the protocol's n and from its previous n:\n\n"
+        commands = peer_commands(args.peers)
+        print(report(args.out, args.peers) + (f"\n\n{commands}" if commands else "")
+              + "\n\nFrom the protocol's n and from its previous n:\n\n"
               + previous_n_table(args.out) + "\n\nSelection rules on the same runs:\n\n"
               + rules_table(args.out) + "\n\nEvery run:\n\n" + runs_table(args.out))  # fmt: skip
     elif args.linear:
