@@ -1,0 +1,119 @@
+"""Zoo plants in the benchmark suite: names, scores within and beyond range, the report's table.
+
+A zoo plant (:func:`keras_mgu.datasets.zoo_plant`) is named ``zoo:NAME`` in
+``sysid_suite.py``; its data seed is fixed (:data:`ZOO_DATA_SEED`) while the
+run's seed varies. The zoo has no protocol: scores are RMSEs in the output's
+unit of simulations from the state the first :data:`ZOO_N_INITIAL` measured
+outputs give, scored after them.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+ZOO_PREFIX = "zoo:"
+#: Data seed of every zoo plant (the run's seed varies, the experiment stays).
+ZOO_DATA_SEED = 0
+#: Measured outputs that set a zoo simulation's state (the zoo has no protocol;
+#: ``Identification.score``'s default ``n``).
+ZOO_N_INITIAL = 50
+
+
+def is_zoo(benchmark: str) -> bool:
+    return benchmark.startswith(ZOO_PREFIX)
+
+
+def load_zoo_plant(benchmark: str):
+    """The ``ZooPlant`` of ``zoo:NAME``: its default length, the fixed data seed."""
+    from keras_mgu import datasets
+
+    return datasets.zoo_plant(benchmark[len(ZOO_PREFIX) :], seed=ZOO_DATA_SEED)
+
+
+def zoo_scores(found, plant, n: int) -> dict:
+    """RMSEs of a zoo plant's simulations from its first ``n`` measured outputs, output's unit.
+
+    ``within``: the test record, samples ``n`` on. ``beyond_before`` and
+    ``beyond_after``: the ``beyond`` record (one simulation), samples ``n``
+    to ``beyond_start`` and ``beyond_start`` on. ``ratio``: after / within.
+    """
+    from keras_mgu import sysid
+
+    beyond, start = plant.beyond, plant.beyond_start
+    if not n < start:
+        raise ValueError(f"the beyond record leaves its range at {start}; expected more than {n}")
+    y_sim = found.simulate(beyond.u, beyond.y[:n])
+    within = found.score(plant.data.test, "benchmark", n)
+    after = sysid.rmse(beyond.y[start:], y_sim[start:])
+    return {
+        "within": within,
+        "beyond_before": sysid.rmse(beyond.y[n:start], y_sim[n:start]),
+        "beyond_after": after,
+        "ratio": after / within,
+        "beyond_start": start,
+        "beyond_factor": plant.beyond_factor,
+    }
+
+
+ZOO_COLUMNS = (
+    ("within", "test, within range"),
+    ("beyond_before", "beyond record, before"),
+    ("beyond_after", "beyond record, after"),
+    ("ratio", "after / within"),
+)
+
+
+def zoo_table(groups) -> str:
+    """Markdown: per zoo plant and backend, each score per seed and its median over seeds.
+
+    ``groups``: ``(benchmark, backend, results by seed)``; other benchmarks
+    are left out. Scores of the chosen run, in the output's unit: the test
+    record (within the estimation input's range), the ``beyond`` record before
+    and after ``beyond_start``, and after / within.
+    """
+    lines = [
+        "| plant | backend | seeds | " + " | ".join(title for _, title in ZOO_COLUMNS) + " |",
+        "|---|---|---|" + "---:|" * len(ZOO_COLUMNS),
+    ]
+    for benchmark, backend, results in groups:
+        if not is_zoo(benchmark):
+            continue
+        cells = []
+        for key, _ in ZOO_COLUMNS:
+            values = [r["zoo"][key] for r in results]
+            per_seed = " / ".join(f"{v:.3g}" for v in values)
+            cells.append(f"{per_seed} (median {statistics.median(values):.3g})")
+        plant = benchmark[len(ZOO_PREFIX) :]
+        seeds = " ".join(str(r["seed"]) for r in results)
+        lines.append(f"| {plant} | {backend} | {seeds} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def zoo_commands(results: dict[tuple[str, str], list[dict]], folder: str) -> list[str]:
+    """The suite commands that wrote the zoo ``results`` (by benchmark and backend) to ``folder``.
+
+    One command per setting (backend, restarts, config, population).
+    """
+    settings: dict[tuple, tuple[set, set]] = {}
+    for (benchmark, backend), runs in results.items():
+        if not is_zoo(benchmark):
+            continue
+        for r in runs:
+            key = (backend, r["restarts"], json.dumps(r["config"]), r.get("population", True))
+            plants, seeds = settings.setdefault(key, (set(), set()))
+            plants.add(benchmark)
+            seeds.add(r["seed"])
+    commands = []
+    for (backend, restarts, config, population), (plants, seeds) in sorted(settings.items()):
+        command = (
+            f"python benchmarks/sysid_suite.py --backend {backend} "
+            f"--benchmarks {' '.join(sorted(plants))} --seeds {' '.join(map(str, sorted(seeds)))} "
+            f"--restarts {restarts}"
+        )
+        if config != "{}":
+            command += f" --config '{config}'"
+        if not population:
+            command += " --one-by-one"
+        commands.append(f"{command} --out {folder}")
+    return commands
