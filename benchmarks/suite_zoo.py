@@ -90,6 +90,30 @@ def zoo_table(groups) -> str:
     return "\n".join(lines)
 
 
+def zoo_runs_table(groups) -> str:
+    """Markdown: every run of every zoo seed, ``*`` the run kept: structure (seed) within / after.
+
+    ``groups`` as for :func:`zoo_table`; "after": RMSE of the ``beyond``
+    record after ``beyond_start``, output's unit.
+    """
+    lines = [
+        "| plant | backend | seed S | runs: structure (seed) within / beyond after |",
+        "|---|---|---|---|",
+    ]
+    for benchmark, backend, results in groups:
+        if not is_zoo(benchmark):
+            continue
+        for r in results:
+            cells = [
+                f"{'*' if k == r['chosen'] else ''}{run['structure']} ({run['seed']}) "
+                f"{run['zoo']['within']:.3g} / {run['zoo']['beyond_after']:.3g}"
+                for k, run in enumerate(r["runs"])
+            ]
+            plant = benchmark[len(ZOO_PREFIX) :]
+            lines.append(f"| {plant} | {backend} | {r['seed']} | {' ; '.join(cells)} |")
+    return "\n".join(lines)
+
+
 def zoo_commands(results: dict[tuple[str, str], list[dict]], folder: str) -> list[str]:
     """The suite commands that wrote the zoo ``results`` (by benchmark and backend) to ``folder``.
 

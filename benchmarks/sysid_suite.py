@@ -414,6 +414,11 @@ def zoo_table(out: str) -> str:
     return suite_zoo.zoo_table(_groups(out))
 
 
+def zoo_runs_table(out: str) -> str:
+    """Markdown: every run of the zoo plants of folder ``out`` (``suite_zoo.zoo_runs_table``)."""
+    return suite_zoo.zoo_runs_table(_groups(out))
+
+
 def zoo_commands(out: str) -> list[str]:
     """The commands that wrote the zoo results of folder ``out``, paths from the checkout."""
     return suite_zoo.zoo_commands(load_results(out), os.path.relpath(out, os.path.dirname(HERE)))
@@ -464,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
         if commands:
             title = f"Zoo plants (output's unit, from sample {ZOO_N_INITIAL})"
             print(f"\n{title}:\n\n{zoo_table(args.out)}\n\n" + "\n".join(commands))
+            runs = "Every run of the zoo plants (structure, seed, within / beyond after)"
+            print(f"\n{runs}:\n\n{zoo_runs_table(args.out)}")
     elif args.linear:
         print(linear_alone(args))
     elif args.worker:

@@ -99,10 +99,10 @@ def test_zoo_scores_split_the_beyond_record_at_its_start():
         suite.zoo_scores(model, plant, start)
 
 
-def write_zoo_result(folder, plant, seed, within, before, after, config=None):
+def write_zoo_result(folder, plant, seed, within, before, after, config=None, runs=()):
     result = {"benchmark": f"zoo:{plant}", "backend": "jax", "seed": seed, "unit": "",
-              "n_initial": 50, "test": within, "test_all": within, "seconds": 9.0, "chosen": 0,
-              "restarts": 3, "population": True, "config": config or {}, "runs": [],
+              "n_initial": 50, "test": within, "test_all": within, "seconds": 9.0, "chosen": 1,
+              "restarts": 3, "population": True, "config": config or {}, "runs": list(runs),
               "zoo": {"within": within, "beyond_before": before, "beyond_after": after,
                       "ratio": after / within}}  # fmt: skip
     path = folder / f"zoo_{plant}" / f"jax_seed{seed}.json"
@@ -166,3 +166,16 @@ def test_a_zoo_run_scores_every_restart_within_and_beyond(monkeypatch):
         after = np.sqrt(np.mean((plant.beyond.y[start:] - y_sim[start:]) ** 2))
         assert run["zoo"]["beyond_after"] == pytest.approx(after)
         assert run["zoo"]["within"] == run["test"]
+
+
+@BACKEND_INDEPENDENT
+def test_zoo_runs_table_gives_every_restart_within_and_beyond(tmp_path):
+    suite = load_suite()
+    runs = [
+        {"structure": "network", "seed": 4, "zoo": {"within": 0.2, "beyond_after": 3.0}},
+        {"structure": "linear+network", "seed": 4, "zoo": {"within": 0.1, "beyond_after": 0.5}},
+    ]
+    write_zoo_result(tmp_path, "duffing", 4, 0.1, 0.1, 0.5, runs=runs)
+    lines = suite.zoo_runs_table(str(tmp_path)).splitlines()
+    row = "| duffing | jax | 4 | network (4) 0.2 / 3 ; *linear+network (4) 0.1 / 0.5 |"
+    assert lines[2:] == [row]
