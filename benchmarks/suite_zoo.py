@@ -56,6 +56,29 @@ def zoo_scores(found, plant, n: int) -> dict:
     }
 
 
+class LinearAlone:
+    """A linear model alone, simulated as ``--linear`` does: at rest at the first given output.
+
+    ``simulate`` and ``score`` take the arguments of ``Identification``'s,
+    in physical units, so :func:`zoo_scores` scores it like the recipe.
+    """
+
+    def __init__(self, model, normalizer):
+        self.model, self.normalizer = model, normalizer
+
+    def simulate(self, u, y_initial):
+        norm = self.normalizer
+        y0 = norm.transform_y(y_initial[:1])[0]
+        y_sim = norm.inverse_transform_y(self.model.simulate(norm.transform_u(u), y0))
+        y_sim[: len(y_initial)] = y_initial
+        return y_sim
+
+    def score(self, record, convention: str, n: int) -> float:
+        from keras_mgu import sysid
+
+        return sysid.score(record.y, self.simulate(record.u, record.y[:n]), convention, n)
+
+
 ZOO_COLUMNS = (
     ("within", "test, within range"),
     ("beyond_before", "beyond record, before"),

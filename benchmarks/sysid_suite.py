@@ -62,6 +62,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from benchmarks import suite_zoo  # noqa: E402
 from benchmarks.suite_zoo import (  # noqa: E402
+    ZOO_COLUMNS,
     ZOO_DATA_SEED,
     ZOO_N_INITIAL,
     ZOO_PREFIX,
@@ -425,12 +426,15 @@ def zoo_commands(out: str) -> list[str]:
 
 
 def linear_alone(args: argparse.Namespace) -> str:
-    """Each benchmark's linear model alone (order chosen on validation), scored like the recipe."""
+    """Each benchmark's linear model alone (order chosen on validation), scored like the recipe.
+
+    A zoo plant's line adds its scores within range and on the beyond record.
+    """
     from keras_mgu import datasets, sysid
 
     lines = []
     for benchmark in args.benchmarks:
-        data, _ = load_data(args, benchmark)
+        data, plant = load_data(args, benchmark)
         norm = datasets.Normalizer.fit(data.estimation)
         est, val, test = (norm.transform(r) for r in (data.estimation, data.validation, data.test))
         continues = data.estimation.n_samples <= 2048  # the validation layout of the recipe
@@ -438,7 +442,10 @@ def linear_alone(args: argparse.Namespace) -> str:
         n, (unit, scale) = data.n_initial or ZOO_N_INITIAL, unit_and_scale(data)
         y_sim = norm.inverse_transform_y(model.simulate(test.u, test.y[0]))
         rmse = scale * sysid.rmse(data.test.y[n:], y_sim[n:])
-        lines.append(f"{benchmark}: ARX{model.orders}, test RMSE {rmse:.3g} {unit}")
+        lines.append(f"{benchmark}: ARX{model.orders}, test RMSE {rmse:.3g} {unit}".rstrip())
+        if plant is not None:
+            scores = zoo_scores(suite_zoo.LinearAlone(model, norm), plant, n)
+            lines[-1] += ", " + ", ".join(f"{key} {scores[key]:.3g}" for key, _ in ZOO_COLUMNS)
     return "\n".join(lines)
 
 

@@ -7,8 +7,8 @@ import os
 import numpy as np
 import pytest
 
-from keras_mgu.datasets import zoo_plant
-from keras_mgu.sysid import Identification
+from keras_mgu.datasets import Normalizer, zoo_plant
+from keras_mgu.sysid import Identification, select_linear_model
 from tests.helpers import BACKEND_INDEPENDENT
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -179,3 +179,18 @@ def test_zoo_runs_table_gives_every_restart_within_and_beyond(tmp_path):
     lines = suite.zoo_runs_table(str(tmp_path)).splitlines()
     row = "| duffing | jax | 4 | network (4) 0.2 / 3 ; *linear+network (4) 0.1 / 0.5 |"
     assert lines[2:] == [row]
+
+
+@BACKEND_INDEPENDENT
+def test_the_linear_model_alone_is_scored_on_the_zoo_records_from_its_first_output():
+    suite = load_suite()
+    plant = zoo_plant("two_mass_drive", n_samples=600)
+    norm = Normalizer.fit(plant.data.estimation)
+    est, val = norm.transform(plant.data.estimation), norm.transform(plant.data.validation)
+    model, _ = select_linear_model(est, val)
+    scores = suite.zoo_scores(suite.suite_zoo.LinearAlone(model, norm), plant, 40)
+    beyond, start = norm.transform(plant.beyond), plant.beyond_start
+    y_sim = model.simulate(beyond.u, beyond.y[0]) * norm.y_std + norm.y_mean  # at rest at y[0]
+    error = plant.beyond.y - y_sim
+    assert scores["beyond_before"] == pytest.approx(np.sqrt(np.mean(error[40:start] ** 2)))
+    assert scores["beyond_after"] == pytest.approx(np.sqrt(np.mean(error[start:] ** 2)))
