@@ -140,22 +140,24 @@ def zoo_runs_table(groups) -> str:
 def zoo_commands(results: dict[tuple[str, str], list[dict]], folder: str) -> list[str]:
     """The suite commands that wrote the zoo ``results`` (by benchmark and backend) to ``folder``.
 
-    One command per setting (backend, restarts, config, population).
+    One command per setting (backend, restarts, config, population) and set of
+    seeds, naming the plants run with them.
     """
-    settings: dict[tuple, tuple[set, set]] = {}
+    seeds: dict[tuple, set] = {}
     for (benchmark, backend), runs in results.items():
         if not is_zoo(benchmark):
             continue
         for r in runs:
-            key = (backend, r["restarts"], json.dumps(r["config"]), r.get("population", True))
-            plants, seeds = settings.setdefault(key, (set(), set()))
-            plants.add(benchmark)
-            seeds.add(r["seed"])
+            setting = (backend, r["restarts"], json.dumps(r["config"]), r.get("population", True))
+            seeds.setdefault((setting, benchmark), set()).add(r["seed"])
+    plants: dict[tuple, list[str]] = {}
+    for (setting, benchmark), plant_seeds in sorted(seeds.items()):
+        plants.setdefault((setting, tuple(sorted(plant_seeds))), []).append(benchmark)
     commands = []
-    for (backend, restarts, config, population), (plants, seeds) in sorted(settings.items()):
+    for ((backend, restarts, config, population), run_seeds), names in sorted(plants.items()):
         command = (
             f"python benchmarks/sysid_suite.py --backend {backend} "
-            f"--benchmarks {' '.join(sorted(plants))} --seeds {' '.join(map(str, sorted(seeds)))} "
+            f"--benchmarks {' '.join(names)} --seeds {' '.join(map(str, run_seeds))} "
             f"--restarts {restarts}"
         )
         if config != "{}":

@@ -117,16 +117,22 @@ def test_zoo_table_gives_each_seed_and_the_medians(tmp_path):
     write_zoo_result(tmp_path, "duffing", 0, 0.1, 0.12, 0.4)
     write_zoo_result(tmp_path, "duffing", 1, 0.3, 0.32, 0.6)
     write_zoo_result(tmp_path, "bouc_wen", 0, 2.0, 2.5, 10.0)
+    write_zoo_result(tmp_path, "bouc_wen", 1, 2.0, 2.5, 10.0, config={"units": [8]})
     lines = suite.zoo_table(str(tmp_path)).splitlines()
     assert lines[2:] == [
-        "| bouc_wen | jax | 0 | 2 (median 2) | 2.5 (median 2.5) | 10 (median 10) | 5 (median 5) |",
+        "| bouc_wen | jax | 0 1 | 2 / 2 (median 2) | 2.5 / 2.5 (median 2.5) | "
+        "10 / 10 (median 10) | 5 / 5 (median 5) |",
         "| duffing | jax | 0 1 | 0.1 / 0.3 (median 0.2) | 0.12 / 0.32 (median 0.22) | "
         "0.4 / 0.6 (median 0.5) | 4 / 2 (median 3) |",
     ]
     folder = os.path.relpath(tmp_path, ROOT)
     assert suite.zoo_commands(str(tmp_path)) == [
-        "python benchmarks/sysid_suite.py --backend jax --benchmarks zoo:bouc_wen zoo:duffing "
-        f"--seeds 0 1 --restarts 3 --out {folder}"
+        "python benchmarks/sysid_suite.py --backend jax --benchmarks zoo:bouc_wen --seeds 1 "
+        f"--restarts 3 --config '{{\"units\": [8]}}' --out {folder}",
+        "python benchmarks/sysid_suite.py --backend jax --benchmarks zoo:bouc_wen --seeds 0 "
+        f"--restarts 3 --out {folder}",
+        "python benchmarks/sysid_suite.py --backend jax --benchmarks zoo:duffing --seeds 0 1 "
+        f"--restarts 3 --out {folder}",
     ]
 
 
