@@ -23,6 +23,15 @@ results of ``benchmarks/peers/`` (deepSI's SUBNET on the same records and
 protocol), each benchmark's rows are followed by the peer's, and the commands
 that made them are printed below the table.
 
+A zoo plant (``keras_mgu.datasets.zoo_plant``) is named ``zoo:NAME`` beside
+the measured benchmarks: its default length, its data seed fixed (0) while
+the run's seed varies. It has no protocol: its scores are in the output's
+unit, simulated from the state its first ``ZOO_N_INITIAL`` measured outputs
+give and scored after them, on the test record (within the estimation input's
+range) and on the ``beyond`` record, split at ``beyond_start`` into the part
+within range and the part beyond it. ``--report`` adds a table of the zoo
+plants: within, beyond (before and after), and after / within.
+
 Usage::
 
     python benchmarks/sysid_suite.py --backend jax --seeds 0 1 2 3 4
@@ -31,6 +40,8 @@ Usage::
     python benchmarks/sysid_suite.py --linear          # the linear model alone, for comparison
     python benchmarks/sysid_suite.py --backend jax --benchmarks wh2009 \\
         --config '{"units": [64]}' --out benchmarks/results/suite_variants/units_64
+    python benchmarks/sysid_suite.py --backend jax --benchmarks zoo:duffing zoo:bouc_wen \\
+        --seeds 0 1 --out benchmarks/results/zoo
 
 The data come from ``--data-root`` (default ``../shared/data`` beside the
 checkout), one folder per benchmark as ``keras_mgu.datasets.load_benchmark``
@@ -52,6 +63,18 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from benchmarks import suite_zoo  # noqa: E402
+from benchmarks.suite_zoo import (  # noqa: E402
+    ZOO_COLUMNS,
+    ZOO_DATA_SEED,
+    ZOO_N_INITIAL,
+    ZOO_PREFIX,
+    is_zoo,
+    load_zoo_plant,
+    zoo_scores,
+)
+
 DEFAULT_OUT = os.path.join(HERE, "results", "suite")
 DEFAULT_PEERS = os.path.join(HERE, "results", "peers")
 DEFAULT_ROOT = os.path.join(HERE, "..", "..", "shared", "data")
@@ -59,10 +82,34 @@ BENCHMARKS = ("cascaded_tanks", "wh2009", "emps")
 SELECTION_RULES = ("best", "ensemble")
 
 
+def benchmark_name(text: str) -> str:
+    """A measured benchmark's name, or ``zoo:NAME`` for a zoo plant (``-`` read as ``_``)."""
+    from keras_mgu.datasets.zoo import ZOO
+
+    if text in BENCHMARKS:
+        return text
+    if text.startswith(ZOO_PREFIX):
+        plant = text[len(ZOO_PREFIX) :].replace("-", "_")
+        if plant in ZOO:
+            return ZOO_PREFIX + plant
+    zoo = " ".join(ZOO_PREFIX + name for name in ZOO)
+    raise argparse.ArgumentTypeError(
+        f"unknown benchmark {text!r}; expected one of {' '.join(BENCHMARKS)} {zoo}"
+    )
+
+
+def result_folder(benchmark: str) -> str:
+    """Folder name of a benchmark's results (``zoo:duffing`` -> ``zoo_duffing``)."""
+    return benchmark.replace(":", "_")
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=("tensorflow", "jax", "torch"), default="jax")
-    parser.add_argument("--benchmarks", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
+    parser.add_argument(
+        "--benchmarks", nargs="+", type=benchmark_name, default=list(BENCHMARKS),
+        help=f"{' '.join(BENCHMARKS)} or zoo:NAME (a zoo plant)",
+    )  # fmt: skip
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--restarts", type=int, default=3)
     parser.add_argument("--one-by-one", action="store_true",
@@ -89,19 +136,38 @@ def recipe_config(overrides: dict):
     return sysid.RecipeConfig(**fields)
 
 
-def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
-    """Identify one benchmark with one seed; scores of the chosen run and of every restart."""
-    import keras
-
+def load_data(args: argparse.Namespace, benchmark: str):
+    """``(SysIdData, ZooPlant or None)`` of a measured benchmark or of a zoo plant."""
     from keras_mgu import datasets
 
-    data = datasets.load_benchmark(benchmark, os.path.join(args.data_root, benchmark))
+    if is_zoo(benchmark):
+        plant = load_zoo_plant(benchmark)
+        return plant.data, plant
+    return datasets.load_benchmark(benchmark, os.path.join(args.data_root, benchmark)), None
+
+
+def unit_and_scale(data) -> tuple[str, float]:
+    """The protocol's unit and scale of the published figures; the output's unit (``""``, 1)."""
+    protocol = data.protocol
+    return ("", 1.0) if protocol is None else (protocol.unit, protocol.scale)
+
+
+def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
+    """Identify one benchmark with one seed; scores of the model kept and of every restart.
+
+    ``structure`` is the best run's; ``members`` the runs the kept model
+    averages (empty: the best run alone).
+    """
+    import keras
+
+    data, plant = load_data(args, benchmark)
     overrides = json.loads(args.config)
     start = time.perf_counter()
     found = sysid_identify(data, overrides, args.restarts, seed, not args.one_by_one)
     seconds = time.perf_counter() - start
-    protocol = data.protocol
-    previous = protocol.previous_n_initial
+    unit, scale = unit_and_scale(data)
+    n = data.n_initial or ZOO_N_INITIAL
+    previous = None if data.protocol is None else data.protocol.previous_n_initial
     runs = []
     for k, run in enumerate(found.runs):
         member = found.run_alone(k)
@@ -114,16 +180,19 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
                 "validation_rmse": run.validation_rmse,
                 "best_iteration": run.best_iteration,
                 "seconds": round(run.seconds, 1),
-                "test": protocol.scale * member.score(data.test, "benchmark"),
-                "test_all": protocol.scale * member.score(data.test),
+                "test": scale * member.score(data.test, "benchmark", n),
+                "test_all": scale * member.score(data.test),
             }
         )
         if previous is not None:
             score = member.score(data.test, "benchmark", previous)
-            runs[-1]["test_previous_n"] = protocol.scale * score
+            runs[-1]["test_previous_n"] = scale * score
+        if plant is not None:
+            runs[-1]["zoo"] = zoo_scores(member, plant, n)
         print(f"  {benchmark} seed {seed}: {runs[-1]}", file=sys.stderr, flush=True)
     ensemble = dataclasses.replace(found, members=tuple(range(len(found.runs))))
     errors = [run.validation_error for run in found.runs]
+    chosen = runs[found.best]
     return {
         "benchmark": benchmark,
         "backend": keras.backend.backend(),
@@ -132,40 +201,46 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
         "population": not args.one_by_one,
         "config": overrides,
         "linear_models": found.linear_table,
-        "unit": protocol.unit,
-        "n_initial": protocol.n_initial,
+        "unit": unit,
+        "n_initial": n,
         "previous_n_initial": previous,
         "seconds": round(seconds, 1),
         "chosen": found.best,
         "members": list(found.members),
         "selection": found.runs[found.best].config.selection,
-        "test": protocol.scale * found.score(data.test, "benchmark"),
-        "test_all": protocol.scale * found.score(data.test),
+        "structure": chosen["structure"],
+        "test": scale * found.score(data.test, "benchmark", n),
+        "test_all": scale * found.score(data.test),
         **(
             {}
             if previous is None
-            else {"test_previous_n": protocol.scale * found.score(data.test, "benchmark", previous)}
+            else {"test_previous_n": scale * found.score(data.test, "benchmark", previous)}
+        ),
+        **(
+            {}
+            if plant is None
+            else {"data_seed": ZOO_DATA_SEED, "zoo": zoo_scores(found, plant, n)}
         ),
         "runs": runs,
         "ensemble": {
             "validation_rmse": ensemble.validation_rmse(data),
-            "test": protocol.scale * ensemble.score(data.test, "benchmark"),
+            "test": scale * ensemble.score(data.test, "benchmark", n),
         },
-        "rules": {rule: _rule_result(found, errors, rule, data) for rule in SELECTION_RULES},
+        "rules": {rule: _rule_result(found, errors, rule, data, n) for rule in SELECTION_RULES},
         "validation_halves": _halves(errors),
     }
 
 
-def _rule_result(found, errors, rule: str, data) -> dict:
+def _rule_result(found, errors, rule: str, data, n: int) -> dict:
     """What selection ``rule`` keeps of the same runs, and its scores (test for the report)."""
     from keras_mgu.sysid.selection import select
 
     kept = dataclasses.replace(found, members=select(errors, rule))
-    scale = data.protocol.scale
+    scale = unit_and_scale(data)[1]
     return {
         "members": list(kept.members),
         "validation_rmse": kept.validation_rmse(data),
-        "test": scale * kept.score(data.test, "benchmark"),
+        "test": scale * kept.score(data.test, "benchmark", n),
         "test_all": scale * kept.score(data.test),
     }
 
@@ -206,7 +281,7 @@ def _jsonable(value):
 
 
 def result_path(out: str, benchmark: str, backend: str, seed: int) -> str:
-    return os.path.join(out, benchmark, f"{backend}_seed{seed}.json")
+    return os.path.join(out, result_folder(benchmark), f"{backend}_seed{seed}.json")
 
 
 def run_all(args: argparse.Namespace) -> None:
@@ -400,21 +475,42 @@ def runs_table(out: str) -> str:
     return "\n".join(lines)
 
 
+def zoo_table(out: str) -> str:
+    """Markdown: the zoo plants of folder ``out`` (see ``suite_zoo.zoo_table``)."""
+    return suite_zoo.zoo_table(_groups(out))
+
+
+def zoo_runs_table(out: str) -> str:
+    """Markdown: every run of the zoo plants of folder ``out`` (``suite_zoo.zoo_runs_table``)."""
+    return suite_zoo.zoo_runs_table(_groups(out))
+
+
+def zoo_commands(out: str) -> list[str]:
+    """The commands that wrote the zoo results of folder ``out``, paths from the checkout."""
+    return suite_zoo.zoo_commands(load_results(out), os.path.relpath(out, os.path.dirname(HERE)))
+
+
 def linear_alone(args: argparse.Namespace) -> str:
-    """Each benchmark's linear model alone (order chosen on validation), scored like the recipe."""
+    """Each benchmark's linear model alone (order chosen on validation), scored like the recipe.
+
+    A zoo plant's line adds its scores within range and on the beyond record.
+    """
     from keras_mgu import datasets, sysid
 
     lines = []
     for benchmark in args.benchmarks:
-        data = datasets.load_benchmark(benchmark, os.path.join(args.data_root, benchmark))
+        data, plant = load_data(args, benchmark)
         norm = datasets.Normalizer.fit(data.estimation)
         est, val, test = (norm.transform(r) for r in (data.estimation, data.validation, data.test))
         continues = data.estimation.n_samples <= 2048  # the validation layout of the recipe
         model, _ = sysid.select_linear_model(est, val, continues=continues)
-        n, protocol = data.n_initial, data.protocol
+        n, (unit, scale) = data.n_initial or ZOO_N_INITIAL, unit_and_scale(data)
         y_sim = norm.inverse_transform_y(model.simulate(test.u, test.y[0]))
-        rmse = protocol.score_in_unit(sysid.rmse(data.test.y[n:], y_sim[n:]))
-        lines.append(f"{benchmark}: ARX{model.orders}, test RMSE {rmse:.3g} {protocol.unit}")
+        rmse = scale * sysid.rmse(data.test.y[n:], y_sim[n:])
+        lines.append(f"{benchmark}: ARX{model.orders}, test RMSE {rmse:.3g} {unit}".rstrip())
+        if plant is not None:
+            scores = zoo_scores(suite_zoo.LinearAlone(model, norm), plant, n)
+            lines[-1] += ", " + ", ".join(f"{key} {scores[key]:.3g}" for key, _ in ZOO_COLUMNS)
     return "\n".join(lines)
 
 
@@ -443,6 +539,12 @@ def main(argv: list[str] | None = None) -> int:
               + "\n\nFrom the protocol's n and from its previous n:\n\n"
               + previous_n_table(args.out) + "\n\nSelection rules on the same runs:\n\n"
               + rules_table(args.out) + "\n\nEvery run:\n\n" + runs_table(args.out))  # fmt: skip
+        commands = zoo_commands(args.out)
+        if commands:
+            title = f"Zoo plants (output's unit, from sample {ZOO_N_INITIAL})"
+            print(f"\n{title}:\n\n{zoo_table(args.out)}\n\n" + "\n".join(commands))
+            runs = "Every run of the zoo plants (structure, seed, within / beyond after)"
+            print(f"\n{runs}:\n\n{zoo_runs_table(args.out)}")
     elif args.linear:
         print(linear_alone(args))
     elif args.worker:

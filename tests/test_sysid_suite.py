@@ -1,9 +1,14 @@
-"""benchmarks/sysid_suite.py's report of the scores from the protocol's n and its previous n."""
+"""benchmarks/sysid_suite.py: benchmark names, zoo scores and the report's tables."""
 
 import importlib.util
 import json
 import os
 
+import numpy as np
+import pytest
+
+from keras_mgu.datasets import Normalizer, zoo_plant
+from keras_mgu.sysid import Identification, select_linear_model
 from tests.helpers import BACKEND_INDEPENDENT
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -48,6 +53,74 @@ def write_peer_result(folder, benchmark, seed, test, validation_rmse, seconds):
 
 
 @BACKEND_INDEPENDENT
+def test_benchmarks_name_zoo_plants_beside_the_measured_ones(capsys):
+    suite = load_suite()
+    args = suite.parse_args(["--benchmarks", "emps", "zoo:duffing", "zoo:two-mass-drive"])
+    assert args.benchmarks == ["emps", "zoo:duffing", "zoo:two_mass_drive"]
+    assert suite.result_path("out", "zoo:duffing", "jax", 1) == os.path.join(
+        "out", "zoo_duffing", "jax_seed1.json"
+    )
+    with pytest.raises(SystemExit):
+        suite.parse_args(["--benchmarks", "zoo:pendulum"])
+    assert "unknown benchmark 'zoo:pendulum'; expected one of" in capsys.readouterr().err
+
+
+@BACKEND_INDEPENDENT
+def test_zoo_data_has_the_fixed_data_seed_whatever_the_run_seed():
+    suite = load_suite()
+    data, plant = suite.load_data(suite.parse_args([]), "zoo:overflowing_tanks")
+    reference = zoo_plant("overflowing_tanks", seed=suite.ZOO_DATA_SEED)
+    assert data is plant.data and plant.beyond_start == reference.beyond_start
+    np.testing.assert_array_equal(data.test.y, reference.data.test.y)
+    np.testing.assert_array_equal(plant.beyond.u, reference.beyond.u)
+
+
+class _RampModel:
+    """Simulates a record as its measured output plus a ramp (0 to 1) after ``y_initial``."""
+
+    n_initial = None
+    score = Identification.score
+
+    def __init__(self, records):
+        self.records, self.given = records, []
+
+    def simulate(self, u, y_initial=None):
+        self.given.append(np.array(y_initial))
+        y = next(r.y for r in self.records if np.array_equal(r.u, u)).copy()
+        y += np.linspace(0.0, 1.0, len(u))[:, None]
+        y[: len(y_initial)] = y_initial
+        return y
+
+
+@BACKEND_INDEPENDENT
+def test_zoo_scores_split_the_beyond_record_at_its_start():
+    suite = load_suite()
+    plant = zoo_plant("duffing", n_samples=400, seed=3)
+    model = _RampModel([plant.data.test, plant.beyond])
+    n, start = 30, plant.beyond_start
+    scores = suite.zoo_scores(model, plant, n)
+    ramp = np.linspace(0.0, 1.0, 400)
+    assert scores["within"] == pytest.approx(np.sqrt(np.mean(ramp[n:] ** 2)))
+    assert scores["beyond_before"] == pytest.approx(np.sqrt(np.mean(ramp[n:start] ** 2)))
+    assert scores["beyond_after"] == pytest.approx(np.sqrt(np.mean(ramp[start:] ** 2)))
+    assert scores["ratio"] == pytest.approx(scores["beyond_after"] / scores["within"])
+    np.testing.assert_array_equal(model.given[0], plant.beyond.y[:n])  # its own first n outputs
+    with pytest.raises(ValueError, match="leaves its range at 320; expected more than 320"):
+        suite.zoo_scores(model, plant, start)
+
+
+def write_zoo_result(folder, plant, seed, within, before, after, config=None, runs=()):
+    result = {"benchmark": f"zoo:{plant}", "backend": "jax", "seed": seed, "unit": "",
+              "n_initial": 50, "test": within, "test_all": within, "seconds": 9.0, "chosen": 1,
+              "restarts": 3, "population": True, "config": config or {}, "runs": list(runs),
+              "zoo": {"within": within, "beyond_before": before, "beyond_after": after,
+                      "ratio": after / within}}  # fmt: skip
+    path = folder / f"zoo_{plant}" / f"jax_seed{seed}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result))
+
+
+@BACKEND_INDEPENDENT
 def test_report_puts_the_peer_rows_after_their_benchmark(tmp_path):
     suite, out, peers = load_suite(), tmp_path / "suite", tmp_path / "peers"
     write_result(out, 0, test=0.30, runs=[{"validation_rmse": 0.25}])
@@ -71,3 +144,95 @@ def test_report_puts_the_peer_rows_after_their_benchmark(tmp_path):
         for name in ("cascaded_tanks", "emps")
     ]
     assert suite.peer_commands(str(tmp_path / "none")) == ""
+
+
+@BACKEND_INDEPENDENT
+def test_zoo_table_gives_each_seed_and_the_medians(tmp_path):
+    suite = load_suite()
+    write_result(tmp_path, 0)  # a measured benchmark: not in the zoo table
+    write_zoo_result(tmp_path, "duffing", 0, 0.1, 0.12, 0.4)
+    write_zoo_result(tmp_path, "duffing", 1, 0.3, 0.32, 0.6)
+    write_zoo_result(tmp_path, "bouc_wen", 0, 2.0, 2.5, 10.0)
+    write_zoo_result(tmp_path, "bouc_wen", 1, 2.0, 2.5, 10.0, config={"units": [8]})
+    lines = suite.zoo_table(str(tmp_path)).splitlines()
+    assert lines[2:] == [
+        "| bouc_wen | jax | 0 1 | 2 / 2 (median 2) | 2.5 / 2.5 (median 2.5) | "
+        "10 / 10 (median 10) | 5 / 5 (median 5) |",
+        "| duffing | jax | 0 1 | 0.1 / 0.3 (median 0.2) | 0.12 / 0.32 (median 0.22) | "
+        "0.4 / 0.6 (median 0.5) | 4 / 2 (median 3) |",
+    ]
+    folder = os.path.relpath(tmp_path, ROOT)
+    assert suite.zoo_commands(str(tmp_path)) == [
+        "python benchmarks/sysid_suite.py --backend jax --benchmarks zoo:bouc_wen --seeds 1 "
+        f"--restarts 3 --config '{{\"units\": [8]}}' --out {folder}",
+        "python benchmarks/sysid_suite.py --backend jax --benchmarks zoo:bouc_wen --seeds 0 "
+        f"--restarts 3 --out {folder}",
+        "python benchmarks/sysid_suite.py --backend jax --benchmarks zoo:duffing --seeds 0 1 "
+        f"--restarts 3 --out {folder}",
+    ]
+
+
+@BACKEND_INDEPENDENT
+def test_zoo_commands_give_each_config_its_own_line(tmp_path):
+    suite = load_suite()
+    write_zoo_result(tmp_path, "duffing", 0, 0.1, 0.1, 0.2, config={"linear_prior": True})
+    assert suite.zoo_commands(str(tmp_path))[0].endswith(
+        """--restarts 3 --config '{"linear_prior": true}' --out """
+        + os.path.relpath(tmp_path, ROOT)
+    )
+
+
+def test_a_zoo_run_scores_every_restart_within_and_beyond(monkeypatch):
+    """Two restarts of 4 iterations on 400 samples: ~10 s of CPU, most of it compiling the
+    simulations of every record the run scores (up to a minute on a loaded machine)."""
+    suite = load_suite()
+    plant = zoo_plant("duffing", n_samples=400)
+    monkeypatch.setattr(suite, "load_data", lambda args, benchmark: (plant.data, plant))
+    identified = []
+
+    def identify(*args, **kwargs):
+        identified.append(sysid_identify(*args, **kwargs))
+        return identified[-1]
+
+    sysid_identify = suite.sysid_identify
+    monkeypatch.setattr(suite, "sysid_identify", identify)
+    config = '{"units": [4], "iterations": 4, "steps_per_epoch": 2, "validation_checks": 2}'
+    args = suite.parse_args(["--benchmarks", "zoo:duffing", "--restarts", "2", "--config", config])
+    result = suite.run_one(args, "zoo:duffing", 5)
+    found, n, start = identified[0], suite.ZOO_N_INITIAL, plant.beyond_start
+    assert result["n_initial"] == n and result["unit"] == "" and result["data_seed"] == 0
+    assert result["zoo"] == result["runs"][found.best]["zoo"]
+    assert result["structure"] == found.runs[found.best].structure
+    for k, run in enumerate(result["runs"]):
+        y_sim = found.run_alone(k).simulate(plant.beyond.u, plant.beyond.y[:n])
+        after = np.sqrt(np.mean((plant.beyond.y[start:] - y_sim[start:]) ** 2))
+        assert run["zoo"]["beyond_after"] == pytest.approx(after)
+        assert run["zoo"]["within"] == run["test"]
+
+
+@BACKEND_INDEPENDENT
+def test_zoo_runs_table_gives_every_restart_within_and_beyond(tmp_path):
+    suite = load_suite()
+    runs = [
+        {"structure": "network", "seed": 4, "zoo": {"within": 0.2, "beyond_after": 3.0}},
+        {"structure": "linear+network", "seed": 4, "zoo": {"within": 0.1, "beyond_after": 0.5}},
+    ]
+    write_zoo_result(tmp_path, "duffing", 4, 0.1, 0.1, 0.5, runs=runs)
+    lines = suite.zoo_runs_table(str(tmp_path)).splitlines()
+    row = "| duffing | jax | 4 | network (4) 0.2 / 3 ; *linear+network (4) 0.1 / 0.5 |"
+    assert lines[2:] == [row]
+
+
+@BACKEND_INDEPENDENT
+def test_the_linear_model_alone_is_scored_on_the_zoo_records_from_its_first_output():
+    suite = load_suite()
+    plant = zoo_plant("two_mass_drive", n_samples=600)
+    norm = Normalizer.fit(plant.data.estimation)
+    est, val = norm.transform(plant.data.estimation), norm.transform(plant.data.validation)
+    model, _ = select_linear_model(est, val)
+    scores = suite.zoo_scores(suite.suite_zoo.LinearAlone(model, norm), plant, 40)
+    beyond, start = norm.transform(plant.beyond), plant.beyond_start
+    y_sim = model.simulate(beyond.u, beyond.y[0]) * norm.y_std + norm.y_mean  # at rest at y[0]
+    error = plant.beyond.y - y_sim
+    assert scores["beyond_before"] == pytest.approx(np.sqrt(np.mean(error[40:start] ** 2)))
+    assert scores["beyond_after"] == pytest.approx(np.sqrt(np.mean(error[start:] ** 2)))
