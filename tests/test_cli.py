@@ -204,6 +204,17 @@ def test_schedule_and_score_options_map_onto_the_config():
     assert keras_mgu.cli.identify.SCORE_NAMES == keras_mgu.sysid.config.SCORE_NAMES
 
 
+@BACKEND_INDEPENDENT
+def test_effort_and_time_budget_options_map_onto_the_config():
+    default = parsed_config()
+    assert default.time_budget is None and default.effort == 1
+    more = parsed_config("--effort", "3")
+    assert more.iterations == 3 * default.iterations
+    assert more.weight_decay == pytest.approx(default.weight_decay / 3)
+    assert parsed_config("--effort", "3", "--iterations", "50").iterations == 50
+    assert parsed_config("--time-budget", "90").time_budget == 90.0
+
+
 class LearningRateSpy(keras.callbacks.Callback):
     """The optimizer's learning rate at every training batch (after the recipe's schedule)."""
 
