@@ -50,6 +50,15 @@ def backend_module(backend: str | None = None) -> ModuleType:
     return importlib.import_module(_BACKEND_MODULES[backend])
 
 
+def kernel_name(dtype: str, units: int, batch: int | None = None) -> str:
+    """Which MGU kernel a call in ``dtype`` with ``units`` (and ``batch``) runs.
+
+    ``"native"`` where the native loops serve (see :mod:`keras_mgu.native`),
+    else ``"fused"``; ``NotImplementedError`` on a backend without MGU kernels.
+    """
+    return "native" if backend_module().native_serves(dtype, units, batch) else "fused"
+
+
 def native_inference() -> contextlib.AbstractContextManager:
     """A context in which inference graphs traced now run the compiled loops (TensorFlow).
 
