@@ -211,7 +211,8 @@ class FusedRNN(keras.layers.RNN):
         )
         dtype = keras.backend.standardize_dtype(sequences.dtype)
         self._refuse_unservable_fused(dtype)
-        path, _ = self._choose(dtype, sequences.shape[0])
+        batch = sequences.shape[0] if isinstance(sequences.shape[0], int) else None
+        path, _ = self._choose(dtype, batch)
         result = None
         if path not in (ENGINE, CELL):
             try:
@@ -220,7 +221,7 @@ class FusedRNN(keras.layers.RNN):
                 )
                 result = outputs[:, -1], outputs, list(final)
             except NotImplementedError:
-                path = self._engine_or_cell(dtype, sequences.shape[0])
+                path = self._engine_or_cell(dtype, batch)
         if result is None and path == ENGINE:
             result = self._engine_loop(sequences, states, mask)
         if result is None:
