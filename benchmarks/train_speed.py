@@ -565,13 +565,15 @@ def shape_table(rows: list[dict], shape: Shape) -> list[str]:
 def comparison_table(results: list[dict]) -> list[str]:
     """Markdown lines: each model's median ms/step after / before (``--compare-checkout``).
 
-    ``results`` are the unmerged result records; a ratio is that of the medians
-    over the rounds, and each round's own ratio is listed beside it.
+    ``results`` are the records merged over the rounds (:func:`merge_rounds`);
+    a ratio is that of the medians over the rounds, and each round's own ratio
+    is listed beside it.
     """
     rounds: dict[tuple, dict[str, list[float]]] = {}
     for r in results:
         key = (r["backend"], tuple(r["shape"]), r["model"])
-        rounds.setdefault(key, {BEFORE: [], AFTER: []})[r["checkout"]].append(r["median_ms"])
+        medians = r.get("round_medians_ms") or [r["median_ms"]]
+        rounds.setdefault(key, {BEFORE: [], AFTER: []})[r["checkout"]] += medians
     lines = [
         "### after / before (median ms/step; < 1 is faster after)",
         "",
