@@ -8,8 +8,8 @@ Two measurements, each side by side in one process:
 2. ``crossover`` (one worker process per backend): the fused kernel of the
    backend, ``keras_mgu.kernels.<backend>.mgu_sequence``, forward and backward
    (the gradient of the summed outputs with respect to inputs and weights),
-   once with the native loops (``NATIVE = True``, the unit limit lifted) and
-   once with the backend's own loops (``NATIVE = False``), alternating, for
+   once with the native loops (the unit limit lifted) and once with the
+   backend's own loops (``KERAS_MGU_NATIVE=0``), alternating, for
    each number of units. The ratios native / own at two batch sizes are what
    ``MAX_STEP_MACS`` in ``keras_mgu/native/<backend>.py`` is set from: the
    native loops run by default where a step's recurrent product,
@@ -92,13 +92,24 @@ def loop_table(units_list: list[int], batch: int, steps: int, repeats: int) -> l
 
 
 # ------------------------------------------------------------------ crossover
+def _native_loops(on: bool) -> None:
+    """Turn the native loops on or off through their environment variable."""
+    from keras_mgu import native
+
+    if on:
+        os.environ.pop(native.ENV_VAR, None)
+    else:
+        os.environ[native.ENV_VAR] = "0"
+
+
 def _gradient_function(backend: str, module, args: list, native: bool) -> Callable[[], object]:
     """A callable running the kernel forward and backward on ``args`` once.
 
-    ``native`` is the kernel module's ``NATIVE`` setting; JAX and TensorFlow
-    read it when the function is traced, PyTorch at every call.
+    ``native`` False sets ``KERAS_MGU_NATIVE=0`` (the one switch of the native
+    loops); JAX and TensorFlow read it when the function is traced, PyTorch at
+    every call.
     """
-    module.NATIVE = native
+    _native_loops(native)
     if backend == "jax":
         import jax
 
@@ -125,7 +136,7 @@ def _gradient_function(backend: str, module, args: list, native: bool) -> Callab
     tensors = [torch.tensor(a) for a in args]
 
     def run():
-        module.NATIVE = native
+        _native_loops(native)
         x, w, u = (t.detach().requires_grad_() for t in tensors[:3])
         out = module.mgu_sequence(x, tensors[3], w, u, tensors[4], None)[0]
         return torch.autograd.grad(out.sum(), (x, w, u))

@@ -56,6 +56,8 @@ Methodology:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import datetime
 import importlib.metadata
 import importlib.util
@@ -67,7 +69,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +93,11 @@ QUICK_SHAPES = ("S", "M")
 WARMUP_BATCHES = 2
 BACKEND_MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch", TORCH_NN: "torch"}
 
+#: The environment variable that turns keras-mgu's native loops off (both checkouts read it).
+NATIVE_ENV_VAR = "KERAS_MGU_NATIVE"
+#: Labels of the two checkouts compared with ``--compare-checkout``.
+BEFORE, AFTER = "before", "after"
+
 Shape = tuple[int, int, int, int]
 #: ``train(x, y)``: one epoch over ``x, y``, returning once the weights are updated.
 Trainer = Callable[[np.ndarray, np.ndarray], list[float]]
@@ -109,11 +116,9 @@ def _keras_rnn(name: str, units: int) -> Any:
     import keras
 
     if name in ("MGU", "MGU-fused"):
-        from keras_mgu import MGU, kernels
+        from keras_mgu import MGU
 
-        # Read when the training function is traced (the warm-up fit, next).
-        kernels.backend_module().NATIVE = name == "MGU"
-        return MGU(units, return_sequences=True)
+        return MGU(units, return_sequences=True)  # MGU-fused: see _native_loops_off
     if name == "MGU-cell":
         from keras_mgu import MGU
 
@@ -201,10 +206,32 @@ def _emit(record: dict) -> None:
     print(json.dumps(record), flush=True)
 
 
+@contextlib.contextmanager
+def _native_loops_off(off: bool) -> Iterator[None]:
+    """With ``off``, the native loops turned off by ``KERAS_MGU_NATIVE=0`` (read at every call)."""
+    saved = os.environ.get(NATIVE_ENV_VAR)
+    if off:
+        os.environ[NATIVE_ENV_VAR] = "0"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(NATIVE_ENV_VAR, None)
+        else:
+            os.environ[NATIVE_ENV_VAR] = saved
+
+
 def _measure(
     backend: str, name: str, shape: Shape, repeats: int, batches: int, memory: bool
 ) -> dict:
     """Build, warm up and time one model; returns its result record."""
+    with _native_loops_off(name == "MGU-fused"):
+        return _measure_model(backend, name, shape, repeats, batches, memory)
+
+
+def _measure_model(
+    backend: str, name: str, shape: Shape, repeats: int, batches: int, memory: bool
+) -> dict:
     make = _torch_trainer if backend == TORCH_NN else _keras_trainer
     train, facts = make(name, shape)
     x, y = _dataset(shape, max(batches, WARMUP_BATCHES))
@@ -289,6 +316,8 @@ class Job:
     backend: str
     shapes: list[Shape]
     models: list[str]
+    #: ``(label, path)`` of another checkout whose ``keras_mgu`` the worker imports, or None.
+    checkout: tuple[str, str] | None = None
 
 
 def _installed(backend: str) -> bool:
@@ -322,18 +351,21 @@ def _worker_command(job: Job, args: argparse.Namespace, memory: bool) -> list[st
     return cmd + (["--memory"] if memory else [])
 
 
-def _worker_env(backend: str) -> dict[str, str]:
+def _worker_env(backend: str, checkout: str | None = None) -> dict[str, str]:
+    """The worker's environment; ``checkout`` (a repository root) goes first on its path."""
     env = dict(os.environ)
     env["KERAS_BACKEND"] = "torch" if backend == TORCH_NN else backend
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    paths = (checkout, root, env.get("PYTHONPATH"))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     return env
 
 
 def _label(record: dict) -> str:
     shape = ",".join(map(str, record["shape"]))
-    return f"{record['backend']} ({shape}) {record['model']}"
+    checkout = f" [{record['checkout']}]" if record.get("checkout") else ""
+    return f"{record['backend']} ({shape}) {record['model']}{checkout}"
 
 
 class Progress:
@@ -386,12 +418,14 @@ def run_job(job: Job, args: argparse.Namespace, memory: bool, progress: Progress
             _worker_command(job, args, memory),
             stdout=subprocess.PIPE,
             stderr=errors,
-            env=_worker_env(job.backend),
+            env=_worker_env(job.backend, job.checkout and job.checkout[1]),
             text=True,
         )
         assert proc.stdout is not None
         for line in proc.stdout:
             record = _parse_line(line)
+            if record is not None and job.checkout:
+                record["checkout"] = job.checkout[0]
             if record is not None:
                 progress.record(record)
                 records.append(record)
@@ -415,7 +449,8 @@ def merge_rounds(records: list[dict]) -> list[dict]:
     groups: dict[tuple, list[dict]] = {}
     for r in records:
         if r["kind"] == "result":
-            groups.setdefault((r["backend"], tuple(r["shape"]), r["model"]), []).append(r)
+            key = (r["backend"], tuple(r["shape"]), r["model"], r.get("checkout"))
+            groups.setdefault(key, []).append(r)
     others = [r for r in records if r["kind"] != "result"]
     return others + [_merged(rounds) for rounds in groups.values()]
 
@@ -527,6 +562,38 @@ def shape_table(rows: list[dict], shape: Shape) -> list[str]:
     return lines + [""]
 
 
+def comparison_table(results: list[dict]) -> list[str]:
+    """Markdown lines: each model's median ms/step after / before (``--compare-checkout``).
+
+    ``results`` are the records merged over the rounds (:func:`merge_rounds`);
+    a ratio is that of the medians over the rounds, and each round's own ratio
+    is listed beside it.
+    """
+    rounds: dict[tuple, dict[str, list[float]]] = {}
+    for r in results:
+        key = (r["backend"], tuple(r["shape"]), r["model"])
+        medians = r.get("round_medians_ms") or [r["median_ms"]]
+        rounds.setdefault(key, {BEFORE: [], AFTER: []})[r["checkout"]] += medians
+    lines = [
+        "### after / before (median ms/step; < 1 is faster after)",
+        "",
+        "| backend | shape B,T,D,H | model | before ms | after ms | after/before "
+        "| each round's after/before |",
+        "|---|---|---|---:|---:|---:|---|",
+    ]
+    for (backend, shape, model), runs in rounds.items():
+        before, after = runs[BEFORE], runs[AFTER]
+        if not before or not after:
+            continue
+        each = " / ".join(f"{a / b:.2f}" for a, b in zip(after, before))
+        b_med, a_med = statistics.median(before), statistics.median(after)
+        lines.append(
+            f"| {backend} | {','.join(map(str, shape))} | {model} | {b_med:.2f} | {a_med:.2f} "
+            f"| {a_med / b_med:.2f} | {each} |"
+        )
+    return lines + [""]
+
+
 def _failures(records: list[dict]) -> list[str]:
     lines = []
     for r in records:
@@ -542,6 +609,8 @@ def markdown_report(records: list[dict], shapes: list[Shape]) -> str:
     """All tables (one per shape), then the failures, as markdown."""
     results = [r for r in records if r["kind"] == "result"]
     lines: list[str] = []
+    if any(r.get("checkout") for r in results):
+        return "\n".join(comparison_table(results) + _failures(records))
     for shape in shapes:
         rows = [r for r in results if tuple(r["shape"]) == tuple(shape)]
         if rows:
@@ -614,6 +683,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="run every worker this many times, rounds alternating; a model's figure is the "
         "median of its rounds' medians (default 1)",
     )
+    parser.add_argument(
+        "--compare-checkout",
+        metavar="PATH",
+        help="also run every worker with PATH (another checkout's root) first on its "
+        "PYTHONPATH, labelled 'before', alternating with this checkout ('after') in every "
+        "round, and report the after/before ratios",
+    )
     parser.add_argument("--json", metavar="FILE", help="write all results and the machine as JSON")
     parser.add_argument("--markdown", metavar="FILE", help="write the report as markdown")
     parser.add_argument("--worker", choices=[*KERAS_BACKENDS, TORCH_NN], help=argparse.SUPPRESS)
@@ -637,6 +713,22 @@ def _resolve(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+def _round_jobs(jobs: list[Job], compare_checkout: str | None, round_index: int) -> list[Job]:
+    """The workers of one round: each job, and with a checkout to compare, it twice.
+
+    The two checkouts of a job run back to back, "before" first in even rounds
+    and "after" first in odd ones, so that a slow spell of the machine falls on
+    both alike.
+    """
+    if not compare_checkout:
+        return jobs
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    pair = [(BEFORE, os.path.abspath(compare_checkout)), (AFTER, root)]
+    if round_index % 2:
+        pair.reverse()
+    return [dataclasses.replace(job, checkout=c) for job in jobs for c in pair]
+
+
 def run_parent(args: argparse.Namespace) -> int:
     """Run every worker, then print (and optionally write) the tables."""
     machine = machine_description()
@@ -644,12 +736,15 @@ def run_parent(args: argparse.Namespace) -> int:
     backends = [b for b in wanted if _installed(b)]
     per_model = not args.quick
     jobs = plan_jobs(backends, args.shapes, args.models, per_model)
-    progress = Progress(args.rounds * sum(len(job.shapes) * len(job.models) for job in jobs))
+    copies = 2 if args.compare_checkout else 1
+    progress = Progress(
+        copies * args.rounds * sum(len(job.shapes) * len(job.models) for job in jobs)
+    )
     for missing in sorted(set(wanted) - set(backends)):
         progress.log(f"skipping {missing}: not installed")
     records: list[dict] = []
     for round_index in range(args.rounds):
-        for job in jobs:
+        for job in _round_jobs(jobs, args.compare_checkout, round_index):
             run = run_job(job, args, memory=per_model, progress=progress)
             records += [{**r, "round": round_index} for r in run]
     threads = {r["backend"]: r["threads"] for r in records if r["kind"] == "info"}

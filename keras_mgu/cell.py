@@ -20,6 +20,9 @@ import keras
 from keras import activations, constraints, initializers, ops, regularizers
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
+from keras_mgu import kernels
+from keras_mgu.fused.cell import FusedCell
+
 _CELL_ARGS = (
     "units",
     "activation",
@@ -39,6 +42,15 @@ _CELL_ARGS = (
     "recurrent_dropout",
     "seed",
 )
+
+
+def activation_name(fn: Any) -> str | None:
+    """The registered name of an activation function, or None for a custom callable."""
+    try:
+        name = activations.serialize(fn)
+    except Exception:  # noqa: BLE001 - any unserializable callable is "custom"
+        return None
+    return name if isinstance(name, str) else None
 
 
 def _check_units(units: Any) -> int:
@@ -61,11 +73,15 @@ def _check_rate(name: str, value: Any) -> float:
 
 
 @keras.saving.register_keras_serializable(package="keras_mgu")
-class MGUCell(keras.layers.Layer, DropoutRNNCell):
+class MGUCell(FusedCell, DropoutRNNCell):
     """Cell class for the Minimal Gated Unit (Zhou et al., 2016).
 
-    Use it inside ``keras.layers.RNN`` (alone or stacked in a list), or use
-    :class:`keras_mgu.MGU`, which wraps it with a fast fused sequence path.
+    A :class:`keras_mgu.FusedCell` with its own hand-written sequence
+    kernels (:mod:`keras_mgu.kernels`, the native loops of
+    :mod:`keras_mgu.native`): :class:`keras_mgu.FusedRNN` (and
+    :class:`keras_mgu.MGU`, which builds one) runs them where they serve,
+    else the generic fused engine, else the cell loop. It also runs in a plain
+    ``keras.layers.RNN`` (alone or stacked in a list).
 
     Args:
         units: Positive integer, dimensionality ``H`` of the state and output.
@@ -197,26 +213,88 @@ class MGUCell(keras.layers.Layer, DropoutRNNCell):
         h_rec = h_tm1
         if training and 0.0 < self.recurrent_dropout < 1.0:
             h_rec = h_tm1 * self.get_recurrent_dropout_mask(h_tm1)
-        h = self.step(inputs, h_tm1, h_rec)
+        h = self._update(self.project_inputs(inputs), h_tm1, h_rec)
         return h, [h]
 
-    def step(self, x_t: Any, h_tm1: Any, h_rec: Any = None) -> Any:
-        """One MGU update ``h_t`` for inputs ``(batch, D)`` and state ``(batch, H)``.
+    # ------------------------------------------------------- FusedCell parts
+    def project_inputs(self, inputs: Any) -> Any:
+        """``x W + b``: ``(..., D)`` to ``(..., 2H)``, forget-gate columns first."""
+        projected = ops.matmul(inputs, self.kernel)
+        return projected + self.bias if self.use_bias else projected
+
+    def step(self, projected: Any, states: list) -> tuple[Any, list]:
+        """One MGU update from ``x_t W + b`` ``(batch, 2H)`` and ``[h_{t-1}]``: ``(h_t, [h_t])``."""
+        h_tm1 = states[0]
+        h = self._update(projected, h_tm1, h_tm1)
+        return h, [h]
+
+    def _update(self, x_proj: Any, h_tm1: Any, h_rec: Any) -> Any:
+        """``h_t`` from the projected input ``(batch, 2H)`` and the state ``(batch, H)``.
 
         ``h_rec`` is the state as seen by the recurrent matmuls (``h_tm1`` with
-        recurrent dropout applied); it defaults to ``h_tm1``.
+        recurrent dropout applied).
         """
-        if h_rec is None:
-            h_rec = h_tm1
         units = self.units
-        x_proj = ops.matmul(x_t, self.kernel)
-        if self.use_bias:
-            x_proj = x_proj + self.bias
         u_f = self.recurrent_kernel[:, :units]
         u_c = self.recurrent_kernel[:, units:]
         f = self.recurrent_activation(x_proj[:, :units] + ops.matmul(h_rec, u_f))
         c = self.activation(x_proj[:, units:] + ops.matmul(f * h_rec, u_c))
         return h_tm1 + f * (c - h_tm1)
+
+    def fused_unsupported_reason(self) -> str | None:
+        """Why the generic fused engine cannot run this cell (dropout), or None.
+
+        ``call`` is ``step(project_inputs(x), states)`` whenever no dropout is
+        active, so only dropout keeps the engine out.
+        """
+        for rate in ("dropout", "recurrent_dropout"):
+            if getattr(self, rate) > 0.0:
+                return f"{rate} > 0 draws random numbers at every step"
+        return None
+
+    # ------------------------------------------------- the hand-written kernel
+    def sequence_kernel_name(self, dtype: str, batch: int | None) -> str:
+        """``"native"`` or ``"fused"``; NotImplementedError where the MGU kernels cannot serve."""
+        if self.recurrent_dropout > 0:
+            raise NotImplementedError(
+                "recurrent_dropout > 0 needs a fresh mask inside the recurrence "
+                "(use implementation='cell' or 'auto')"
+            )
+        for arg in ("activation", "recurrent_activation"):
+            name = activation_name(getattr(self, arg))
+            if name not in kernels.FUSED_ACTIVATIONS:
+                raise NotImplementedError(
+                    f"{arg}={name or getattr(self, arg)!r} is not one of the MGU kernels' "
+                    f"activations {kernels.FUSED_ACTIVATIONS}"
+                )
+        return kernels.kernel_name(dtype, self.units, batch)
+
+    def sequence_kernel(
+        self, sequences: Any, states: list, mask: Any, *, go_backwards: bool, training: bool
+    ) -> tuple[Any, list, str]:
+        """The MGU kernels of :mod:`keras_mgu.kernels` over ``(B, T, D)``; see :class:`FusedCell`.
+
+        Input dropout draws one mask per sequence, as the cell loop does.
+        """
+        dtype = keras.backend.standardize_dtype(sequences.dtype)
+        batch = sequences.shape[0] if isinstance(sequences.shape[0], int) else None
+        name = self.sequence_kernel_name(dtype, batch)
+        if training and 0.0 < self.dropout < 1.0:
+            step_mask = self.get_dropout_mask(sequences[:, 0, :])
+            sequences = sequences * ops.expand_dims(step_mask, axis=1)
+        bias = ops.cast(self.bias, dtype) if self.use_bias else None
+        outputs, h_last = kernels.mgu_sequence(
+            sequences,
+            ops.cast(states[0], dtype),
+            ops.cast(self.kernel, dtype),
+            ops.cast(self.recurrent_kernel, dtype),
+            bias,
+            mask,
+            activation=activation_name(self.activation),
+            recurrent_activation=activation_name(self.recurrent_activation),
+            go_backwards=go_backwards,
+        )
+        return outputs, [h_last], name
 
     def get_config(self) -> dict:
         config = {

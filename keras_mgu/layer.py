@@ -1,12 +1,11 @@
-"""The MGU recurrent layer: a ``keras.layers.RNN`` over :class:`MGUCell`.
+"""The MGU recurrent layer: a :class:`keras_mgu.FusedRNN` over :class:`MGUCell`.
 
-``MGU`` runs a whole ``(batch, steps, features)`` sequence either through the
-plain Keras cell loop (``implementation="cell"``) or through a fused,
-backend-specific sequence kernel (``implementation="fused"``, see
-:mod:`keras_mgu.kernels`) that hoists the input projection out of the time
-loop and uses a hand-written backward pass. ``"auto"`` uses the fused kernel
-whenever it can serve the configuration and the cell loop otherwise; both give
-the same numbers.
+``MGU`` adds only its constructor (the cell's arguments, flat), properties and
+``get_config``; the dispatch, masking and checks are ``FusedRNN``'s. Its cell
+brings the hand-written MGU kernels (the native loops, else the backend's
+fused kernel of :mod:`keras_mgu.kernels`), so ``implementation="auto"`` runs
+them whenever they can serve the configuration, else the generic fused
+engine, else the cell loop; all give the same numbers.
 """
 
 from __future__ import annotations
@@ -14,33 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 import keras
-from keras import activations, ops
 
-from keras_mgu import kernels
 from keras_mgu.cell import _CELL_ARGS, MGUCell
-
-IMPLEMENTATIONS = ("auto", "fused", "cell")
-
-
-def check_implementation(implementation: Any) -> None:
-    """Refuse an ``implementation`` other than ``"auto"``, ``"fused"`` or ``"cell"``."""
-    if implementation not in IMPLEMENTATIONS:
-        raise ValueError(
-            f"`implementation` must be one of {IMPLEMENTATIONS}; "
-            f"received implementation={implementation!r}."
-        )
-
-
-def _activation_name(fn: Any) -> str | None:
-    try:
-        name = activations.serialize(fn)
-    except Exception:  # noqa: BLE001 - any unserializable callable is "custom"
-        return None
-    return name if isinstance(name, str) else None
+from keras_mgu.fused.checks import check_implementation
+from keras_mgu.fused.layer import FusedRNN
 
 
 @keras.saving.register_keras_serializable(package="keras_mgu")
-class MGU(keras.layers.RNN):
+class MGU(FusedRNN):
     """Minimal Gated Unit layer (Zhou et al., 2016).
 
     Equations, for input ``x_t`` of ``D`` features and state ``h`` of ``H``
@@ -68,17 +48,19 @@ class MGU(keras.layers.RNN):
         stateful: Carry the final state of batch ``i`` over as the initial
             state of batch ``i`` in the next call (``reset_state()`` clears it).
         unroll: Unroll the cell loop (cell path only).
-        implementation: ``"auto"`` (default), ``"fused"`` or ``"cell"``.
+        implementation: ``"auto"`` (default), ``"fused"`` or ``"cell"``, as
+            in :class:`keras_mgu.FusedRNN`.
         zero_output_for_mask: (keyword of ``keras.layers.RNN``) Emit zeros at
             masked steps (leading ones included) instead of the carried
-            state; the state is carried all the same. Both paths serve it;
+            state; the state is carried all the same. Every path serves it;
             ``keras.layers.Bidirectional`` sets it to ``return_sequences``.
 
     Call arguments:
         sequences: ``(batch, steps, features)`` tensor.
         initial_state: Optional ``(batch, units)`` tensor or list of one.
         mask: Optional ``(batch, steps)`` boolean tensor; masked steps carry
-            the state forward.
+            the state forward and emit it (before the first real step: the
+            initial state).
         training: Whether dropout is active.
     """
 
@@ -141,175 +123,9 @@ class MGU(keras.layers.RNN):
             stateful=stateful,
             unroll=unroll,
             activity_regularizer=activity_regularizer,
+            implementation=implementation,
             **kwargs,
         )
-        self.implementation = implementation
-        reason = self.fused_unsupported_reason()
-        if implementation == "fused" and reason:
-            raise ValueError(f"implementation='fused' cannot serve this layer: {reason}.")
-
-    # ------------------------------------------------------------------ paths
-    def fused_unsupported_reason(self) -> str | None:
-        """Why the fused kernel cannot run this configuration, or None if it can."""
-        if self.unroll:
-            return "unroll=True needs the cell loop (use implementation='cell' or 'auto')"
-        if self.cell.recurrent_dropout > 0:
-            return (
-                "recurrent_dropout > 0 needs a fresh mask inside the recurrence "
-                "(use implementation='cell' or 'auto')"
-            )
-        for arg in ("activation", "recurrent_activation"):
-            name = _activation_name(getattr(self.cell, arg))
-            if name not in kernels.FUSED_ACTIVATIONS:
-                return (
-                    f"{arg}={name or getattr(self.cell, arg)!r} is not one of the fused "
-                    f"activations {kernels.FUSED_ACTIVATIONS}"
-                )
-        return None
-
-    @property
-    def uses_fused_path(self) -> bool:
-        """Whether calls run the fused sequence kernel (else the cell loop)."""
-        reason = self.fused_unsupported_reason()
-        if self.implementation == "fused" and reason:
-            # Attributes set after construction (e.g. by a wrapper) can make
-            # the requested fused path impossible: say so rather than fall back.
-            raise ValueError(f"implementation='fused' cannot serve this layer: {reason}.")
-        if self.implementation == "cell" or reason:
-            return False
-        if self.implementation == "fused":
-            return True
-        try:
-            module = kernels.backend_module()
-        except (NotImplementedError, ImportError):
-            return False
-        return bool(getattr(module, "AVAILABLE", False))
-
-    @property
-    def kernel_in_use(self) -> str:
-        """Which code runs the time loop: ``"native"``, ``"fused"`` or ``"cell"``.
-
-        ``"native"``: the compiled loops of :mod:`keras_mgu.native`;
-        ``"fused"``: the backend's fused kernel (:mod:`keras_mgu.kernels`);
-        ``"cell"``: the Keras cell loop. The native loops run where a step's
-        recurrent product (``batch * units**2``) is small enough for them to
-        be faster; the answer is for the batch size of the last call (32
-        before the first). On TensorFlow, a function compiled with XLA
-        (``jit_compile=True``) runs the fused kernel instead of the native
-        loops.
-        """
-        if not self.uses_fused_path:
-            return "cell"
-        module = kernels.backend_module()
-        serves = getattr(module, "native_serves", None)
-        dtype = keras.backend.standardize_dtype(self.compute_dtype)
-        batch = getattr(self, "_last_batch_size", None)
-        return "native" if serves is not None and serves(dtype, self.units, batch) else "fused"
-
-    # ------------------------------------------------------------------ build
-    def build(self, sequences_shape: tuple, initial_state_shape: Any = None) -> None:
-        _check_sequences_shape(sequences_shape)
-        super().build(sequences_shape, initial_state_shape)
-
-    def call(
-        self,
-        sequences: Any,
-        initial_state: Any = None,
-        mask: Any = None,
-        training: bool = False,
-    ) -> Any:
-        _check_sequences_shape(sequences.shape, built_features=self.cell.kernel.shape[0])
-        if isinstance(sequences.shape[0], int):
-            self._last_batch_size = sequences.shape[0]
-        sequences = self._as_real_floats(sequences)
-        if mask is not None and not isinstance(mask, (list, tuple)):
-            mask = ops.convert_to_tensor(mask)
-            _check_mask_shape(mask.shape, sequences.shape)
-        if initial_state is not None:
-            _check_initial_state(initial_state, sequences.shape, self.units)
-        return super().call(sequences, mask=mask, training=training, initial_state=initial_state)
-
-    def _as_real_floats(self, sequences: Any) -> Any:
-        """Integer and boolean inputs are cast to the compute dtype; complex ones refused."""
-        dtype = keras.backend.standardize_dtype(sequences.dtype)
-        if "complex" in dtype:
-            raise TypeError(
-                f"MGU expects real inputs (floating, integer or bool); received dtype {dtype}. "
-                "It computes with floating values."
-            )
-        if not keras.backend.is_float_dtype(dtype):
-            sequences = ops.cast(sequences, self.compute_dtype)
-        return sequences
-
-    def inner_loop(self, sequences: Any, initial_state: Any, mask: Any, training: bool = False):
-        h0 = initial_state[0] if isinstance(initial_state, (list, tuple)) else initial_state
-        if isinstance(mask, (list, tuple)):
-            mask = mask[0]
-        if not self.uses_fused_path:
-            result = super().inner_loop(sequences, initial_state, mask=mask, training=training)
-            result = self._carry_state_through_leading_masked_steps(result, h0, mask)
-        else:
-            result = self._fused_inner_loop(sequences, h0, mask, training)
-        return self._zero_masked_outputs(result, mask)
-
-    def _fused_inner_loop(self, sequences: Any, h0: Any, mask: Any, training: bool) -> tuple:
-        """``(last_output, outputs, [state])`` from the backend's fused kernel."""
-        if training and 0.0 < self.cell.dropout < 1.0:
-            step_mask = self.cell.get_dropout_mask(sequences[:, 0, :])
-            sequences = sequences * ops.expand_dims(step_mask, axis=1)
-        dtype = sequences.dtype
-        bias = ops.cast(self.cell.bias, dtype) if self.cell.use_bias else None
-        outputs, h_last = kernels.mgu_sequence(
-            sequences,
-            ops.cast(h0, dtype),
-            ops.cast(self.cell.kernel, dtype),
-            ops.cast(self.cell.recurrent_kernel, dtype),
-            bias,
-            None if mask is None else ops.cast(mask, "bool"),
-            activation=_activation_name(self.cell.activation),
-            recurrent_activation=_activation_name(self.cell.recurrent_activation),
-            go_backwards=self.go_backwards,
-        )
-        return h_last, outputs, [h_last]
-
-    def _zero_masked_outputs(self, result: tuple, mask: Any) -> tuple:
-        """With ``zero_output_for_mask``, emit zeros at every masked step.
-
-        ``outputs`` ``(B, T, H)`` (processing order) become ``m_t * h_t`` and the
-        last output is that of the last processed step, zero if it is masked,
-        as in Keras's recurrent layers. The state is carried through masked
-        steps all the same, so the returned state is unchanged.
-        """
-        if not self.zero_output_for_mask or mask is None:
-            return result
-        last_output, outputs, states = result
-        mask = ops.cast(mask, "bool")
-        if self.go_backwards:
-            mask = ops.flip(mask, axis=1)
-        last_output = ops.where(mask[:, -1:], last_output, ops.zeros_like(last_output))
-        if self.return_sequences:
-            outputs = ops.where(ops.expand_dims(mask, -1), outputs, ops.zeros_like(outputs))
-        return last_output, outputs, states
-
-    def _carry_state_through_leading_masked_steps(self, result: tuple, h0: Any, mask: Any):
-        """Make masked steps before the first real one emit the initial state.
-
-        Some backends' cell loops emit zeros there instead of the carried
-        state; for an MGU the output is the state, so it is the initial state.
-        """
-        if mask is None:
-            return result
-        last_output, outputs, states = result
-        mask = ops.cast(mask, "int32")
-        if self.go_backwards:
-            mask = ops.flip(mask, axis=1)
-        h0 = ops.cast(h0, last_output.dtype)
-        seen_any = ops.expand_dims(ops.any(ops.cast(mask, "bool"), axis=1), -1)
-        last_output = ops.where(seen_any, last_output, h0)
-        if self.return_sequences:
-            seen = ops.expand_dims(ops.cumsum(mask, axis=1) > 0, -1)
-            outputs = ops.where(seen, outputs, ops.expand_dims(h0, 1))
-        return last_output, outputs, states
 
     # ------------------------------------------------------------- properties
     @property
@@ -384,58 +200,10 @@ class MGU(keras.layers.RNN):
     def get_config(self) -> dict:
         cell_config = self.cell.get_config()
         config = {arg: cell_config[arg] for arg in _CELL_ARGS}
-        config["implementation"] = self.implementation
-        base_config = super().get_config()
+        base_config = super().get_config()  # with "implementation"
         del base_config["cell"]
         return {**base_config, **config}
 
     @classmethod
     def from_config(cls, config: dict) -> MGU:
         return cls(**config)
-
-
-def _check_sequences_shape(shape: Any, built_features: int | None = None) -> None:
-    shape = tuple(shape)
-    if len(shape) != 3:
-        raise ValueError(
-            "MGU expects inputs of rank 3, (batch, steps, features); "
-            f"received an input of rank {len(shape)} with shape {shape}."
-        )
-    if shape[1] == 0:
-        raise ValueError(f"MGU needs at least one time step; received shape {shape}.")
-    if built_features is not None and shape[-1] is not None and shape[-1] != built_features:
-        raise ValueError(
-            f"MGU was built for {built_features} input features but received "
-            f"{shape[-1]} (input shape {shape})."
-        )
-
-
-def _check_mask_shape(mask_shape: Any, sequences_shape: Any) -> None:
-    mask_shape, sequences_shape = tuple(mask_shape), tuple(sequences_shape)
-    expected = sequences_shape[:2]
-    if len(mask_shape) != 2 or any(
-        m is not None and s is not None and m != s for m, s in zip(mask_shape, expected)
-    ):
-        raise ValueError(
-            f"MGU expects a mask of shape (batch, steps) = {expected}; received a mask of "
-            f"shape {mask_shape}."
-        )
-
-
-def _check_initial_state(initial_state: Any, sequences_shape: Any, units: int) -> None:
-    states = initial_state if isinstance(initial_state, (list, tuple)) else [initial_state]
-    batch = tuple(sequences_shape)[0]
-    expected = (batch, units)
-    if len(states) != 1:
-        raise ValueError(
-            f"MGU has one state; `initial_state` must be one tensor of shape (batch, units) = "
-            f"{expected}; received {len(states)} tensors."
-        )
-    shape = tuple(ops.shape(states[0]))
-    if len(shape) != 2 or shape[-1] != units or (
-        batch is not None and shape[0] is not None and shape[0] != batch
-    ):
-        raise ValueError(
-            f"`initial_state` must have shape (batch, units) = {expected}; received a state of "
-            f"shape {shape}."
-        )

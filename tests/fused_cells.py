@@ -4,7 +4,9 @@
 * ``UserGRUCell``: one state; the reset gate applied after the recurrent matmul.
 * ``ReadoutCell``: output ``tanh(h) V`` of a different size than its state,
   and an identity ``project_inputs`` (so the step does all the work).
-* ``MGUFusedCell``: the MGU equations of :class:`keras_mgu.MGUCell`.
+
+Tests that need the MGU on the generic engine use :class:`keras_mgu.MGUCell`
+with ``own_kernel = False``.
 """
 
 from __future__ import annotations
@@ -106,33 +108,3 @@ class ReadoutCell(keras_mgu.FusedCell):
 
     def get_config(self):
         return {**super().get_config(), "units": self.units, "outputs": self.outputs}
-
-
-@keras.saving.register_keras_serializable(package="keras_mgu_tests")
-class MGUFusedCell(keras_mgu.FusedCell):
-    """The MGU of :class:`keras_mgu.MGUCell` (same weight layout) as a fused cell."""
-
-    def __init__(self, units, **kwargs):
-        super().__init__(**kwargs)
-        self.units = units
-        self.state_size = units
-        self.output_size = units
-
-    def build(self, input_shape):
-        u = self.units
-        self.kernel = self.add_weight(shape=(input_shape[-1], 2 * u), name="kernel")
-        self.recurrent_kernel = self.add_weight(shape=(u, 2 * u), name="recurrent_kernel")
-        self.bias = self.add_weight(shape=(2 * u,), initializer="zeros", name="bias")
-
-    def project_inputs(self, inputs):
-        return ops.matmul(inputs, self.kernel) + self.bias
-
-    def step(self, projected, states):
-        h, u = states[0], self.units
-        f = ops.sigmoid(projected[:, :u] + ops.matmul(h, self.recurrent_kernel[:, :u]))
-        c = ops.tanh(projected[:, u:] + ops.matmul(f * h, self.recurrent_kernel[:, u:]))
-        h = h + f * (c - h)
-        return h, [h]
-
-    def get_config(self):
-        return {**super().get_config(), "units": self.units}

@@ -150,10 +150,10 @@ def test_custom_cells_example_trains_every_model(capsys):
     for r in results:
         assert np.isfinite(r["rmse"]) and r["rmse"] > 0
         if r["model"].startswith("custom"):
-            assert r["fused"]
-        assert re.search(rf"^\| {r['model']} \| (yes|no) \| {r['params']} \|", out, re.MULTILINE)
+            assert r["kernel"] == "engine"
+        assert re.search(rf"^\| {r['model']} \| {r['kernel']} \| {r['params']} \|", out, re.M)
     by_name = {r["model"]: r for r in results}
-    assert by_name["custom MGU"]["params"] == by_name["MGU"]["params"]
+    assert by_name["MGU"]["kernel"] in ("native", "fused")
     assert by_name["custom GRU"]["params"] == by_name["GRU"]["params"]
 
 

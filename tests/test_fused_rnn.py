@@ -1,9 +1,10 @@
-"""``FusedRNN`` equals ``keras.layers.RNN`` on the same user-written cell and weights.
+"""``FusedRNN``'s fused engine equals its Keras cell loop on the same user-written cell and weights.
 
-Each comparison runs one cell through ``keras_mgu.FusedRNN`` (fused path) and
-through a plain ``keras.layers.RNN`` (the Keras cell loop, the reference),
-with the same random weights, on the active backend; gradients are also
-checked against central finite differences.
+Each comparison runs one cell through ``keras_mgu.FusedRNN`` on the fused
+engine and through ``FusedRNN(implementation="cell")`` (Keras's cell loop,
+with the package's masking rule: ``tests/test_masking.py`` pins the rule
+itself), with the same random weights, on the active backend; gradients are
+also checked against central finite differences.
 """
 
 import keras
@@ -12,7 +13,7 @@ import pytest
 
 import keras_mgu
 from keras_mgu import FusedRNN
-from tests.fused_cells import MGUFusedCell, PeepholeLSTMCell, ReadoutCell, UserGRUCell
+from tests.fused_cells import PeepholeLSTMCell, ReadoutCell, UserGRUCell
 from tests.helpers import (
     BACKEND,
     input_gradient_penalty_grads,
@@ -34,9 +35,9 @@ CELLS = {
 
 
 def twins(rng, cell, dtype=None, **kwargs):
-    """A fused ``FusedRNN`` and a reference ``keras.layers.RNN`` with the same random weights."""
+    """A fused ``FusedRNN`` and its cell-loop twin with the same random weights."""
     fused = FusedRNN(CELLS[cell](dtype), implementation="fused", dtype=dtype, **kwargs)
-    plain = keras.layers.RNN(CELLS[cell](dtype), dtype=dtype, **kwargs)
+    plain = FusedRNN(CELLS[cell](dtype), implementation="cell", dtype=dtype, **kwargs)
     weights = None
     for layer in (fused, plain):
         layer.build((None, T, D))
@@ -46,15 +47,10 @@ def twins(rng, cell, dtype=None, **kwargs):
     return fused, plain, [w.astype(fused.weights[0].dtype) for w in weights]
 
 
-def skip_unless_the_cell_loop_can_mask(cell):
-    if BACKEND == "jax" and cell == "readout":
-        pytest.skip("the JAX cell loop masks outputs with the first state, of another size here")
-
-
 def random_mask(rng):
     mask = rng.random((B, T)) > 0.4
     mask[0] = True
-    mask[1, :3] = False  # masked leading steps: the output repeats zeros
+    mask[1, :3] = False  # masked leading steps: the output repeats the initial state's
     mask[-1, -2:] = False
     return mask
 
@@ -84,15 +80,12 @@ def test_outputs_and_states_match(rng, cell, go_backwards, with_mask):
     x = rng.standard_normal((B, T, D)).astype("float32")
     kwargs = {"initial_state": random_states(rng, fused)}
     if with_mask:
-        skip_unless_the_cell_loop_can_mask(cell)
         kwargs["mask"] = random_mask(rng)
     assert_all_close(fused(x, **kwargs), plain(x, **kwargs))
 
 
 @pytest.mark.parametrize("zero_output_for_mask", [False, True])
 def test_last_output_with_mask_matches(rng, zero_output_for_mask):
-    if not zero_output_for_mask:
-        skip_unless_the_cell_loop_can_mask("readout")
     fused, plain, _ = twins(rng, "readout", zero_output_for_mask=zero_output_for_mask)
     x = rng.standard_normal((B, T, D)).astype("float32")
     mask = random_mask(rng)
@@ -116,8 +109,6 @@ def loss_of(layer, mask, probe):
 @pytest.mark.parametrize("cell", sorted(CELLS))
 @pytest.mark.parametrize("with_mask", [False, True])
 def test_gradients_match(rng, cell, with_mask):
-    if with_mask:
-        skip_unless_the_cell_loop_can_mask(cell)
     fused, plain, weights = twins(
         rng, cell, return_sequences=True, return_state=True, go_backwards=with_mask
     )
@@ -247,16 +238,21 @@ def test_fit_reduces_the_loss(rng, jit):
     assert history.history["loss"][-1] < history.history["loss"][0]
 
 
-def test_mgu_as_a_fused_cell_matches_the_mgu_kernel(rng):
-    layer = FusedRNN(MGUFusedCell(H), return_sequences=True, implementation="fused")
+def test_mgu_cell_on_the_generic_engine_matches_the_mgu_kernel(rng):
+    cell = keras_mgu.MGUCell(H)
+    cell.own_kernel = False
+    layer = FusedRNN(cell, return_sequences=True, implementation="fused")
     mgu = keras_mgu.MGU(H, return_sequences=True)
     for lay in (layer, mgu):
         lay.build((None, T, D))
     mgu.set_weights(layer.get_weights())
     x = rng.standard_normal((B, T, D)).astype("float32")
+    h0 = rng.standard_normal((B, H)).astype("float32")
     mask = random_mask(rng)
-    mask[1, :3] = True  # MGU emits the state, not zeros, on leading masked steps
-    assert_all_close(layer(x, mask=mask), mgu(x, mask=mask))
+    got = layer(x, initial_state=[h0], mask=mask)
+    assert layer.kernel_in_use == "engine"
+    assert_all_close(got, mgu(x, initial_state=[h0], mask=mask))
+    assert mgu.kernel_in_use in ("native", "fused")
 
 
 # ----------------------------------------------------------------- fallback

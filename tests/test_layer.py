@@ -342,10 +342,31 @@ def test_bad_implementation():
 
 
 def test_fused_refuses_what_it_cannot_serve():
-    for kwargs in ({"unroll": True}, {"recurrent_dropout": 0.2}, {"activation": "relu"}):
+    for kwargs in ({"unroll": True}, {"recurrent_dropout": 0.2}):
         with pytest.raises(ValueError, match="fused"):
             MGU(4, implementation="fused", **kwargs)
         assert not MGU(4, implementation="auto", **kwargs).uses_fused_path
+
+
+def test_activations_without_an_mgu_kernel_run_the_generic_engine(rng):
+    layer = MGU(H, activation="relu", return_sequences=True, implementation="fused")
+    assert layer.kernel_in_use == "engine"
+    assert "activation='relu'" in str(_own_kernel_refusal(layer))
+    reference = MGU(H, activation="relu", return_sequences=True, implementation="cell")
+    x = rng.standard_normal((B, T, D)).astype("float32")
+    reference.build(x.shape)
+    layer.build(x.shape)
+    layer.set_weights(reference.get_weights())
+    np.testing.assert_allclose(to_numpy(layer(x)), to_numpy(reference(x)), atol=1e-5)
+    assert layer.kernel_in_use == "engine" and reference.kernel_in_use == "cell"
+
+
+def _own_kernel_refusal(layer):
+    try:
+        layer.cell.sequence_kernel_name("float32", None)
+    except NotImplementedError as error:
+        return error
+    return None
 
 
 @pytest.mark.parametrize("shape", [(B, D), (B, T, D, 1), (D,)])

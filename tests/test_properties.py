@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from keras_mgu import MGU
+from keras_mgu.fused.checks import IMPLEMENTATIONS as ALL_IMPLEMENTATIONS
 from keras_mgu.kernels import reference
-from keras_mgu.layer import IMPLEMENTATIONS as ALL_IMPLEMENTATIONS
 from tests.helpers import BACKEND, CELL_AND_FUSED, to_numpy
 
 IMPLEMENTATIONS = CELL_AND_FUSED
@@ -93,13 +93,19 @@ def test_bad_implementation_is_rejected(implementation):
     [
         ({"unroll": True}, "unroll=True"),
         ({"recurrent_dropout": 0.25}, "recurrent_dropout"),
-        ({"activation": "relu"}, "fused activations"),
-        ({"recurrent_activation": "hard_sigmoid"}, "fused activations"),
     ],
 )
 def test_fused_rejects_what_it_cannot_serve(kwargs, expected):
     with pytest.raises(ValueError, match=rf"implementation='fused' cannot serve.*{expected}"):
         MGU(4, implementation="fused", **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"activation": "relu"}, {"recurrent_activation": "hard_sigmoid"}]
+)
+def test_activations_without_an_mgu_kernel_run_fused_on_the_engine(kwargs):
+    layer = MGU(4, implementation="fused", **kwargs)
+    assert layer.kernel_in_use == "engine"
 
 
 def test_integer_dtype_policy_is_rejected():
@@ -256,13 +262,13 @@ def test_empty_batch_gives_empty_outputs(implementation):
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @FEW
 @given(t_bad=st.integers(0, 4), feature=st.integers(0, 2), go_backwards=st.booleans())
-def test_nan_input_poisons_its_sequence_from_that_step_on(implementation, t_bad, feature,
-                                                          go_backwards):
+def test_nan_input_poisons_its_sequence_from_that_step_on(
+    implementation, t_bad, feature, go_backwards
+):
     rng = np.random.default_rng(t_bad)
     x = rng.standard_normal((2, 5, 3)).astype("float32")
     x[1, t_bad, feature] = np.nan
-    layer = MGU(4, implementation=implementation, return_sequences=True,
-                go_backwards=go_backwards)
+    layer = MGU(4, implementation=implementation, return_sequences=True, go_backwards=go_backwards)
     out = to_numpy(layer(x))
     assert np.isfinite(out[0]).all()  # the other sequence is untouched
     first = 4 - t_bad if go_backwards else t_bad  # position of the NaN step in processing order
@@ -288,13 +294,21 @@ def test_terminate_on_nan_stops_fit(rng, implementation, bad):
     x = rng.standard_normal((20, 5, 2)).astype("float32")
     y = rng.standard_normal((20, 1)).astype("float32")
     x[8, 3, 0] = bad  # in the third batch of four samples
-    model = keras.Sequential([keras.Input((5, 2)), MGU(3, implementation=implementation),
-                              keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [keras.Input((5, 2)), MGU(3, implementation=implementation), keras.layers.Dense(1)]
+    )
     model.compile(optimizer="sgd", loss="mse")
     seen = []
     counter = keras.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: seen.append(b))
-    history = model.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0,
-                        callbacks=[counter, keras.callbacks.TerminateOnNaN()])
+    history = model.fit(
+        x,
+        y,
+        batch_size=4,
+        epochs=3,
+        shuffle=False,
+        verbose=0,
+        callbacks=[counter, keras.callbacks.TerminateOnNaN()],
+    )
     # NaN: the loss of batch 3 is NaN. inf: the outputs stay finite but the gradient is
     # NaN (inf * 0), so the weights become NaN and the loss of batch 4 is NaN.
     assert len(seen) == (3 if np.isnan(bad) else 4)

@@ -11,6 +11,11 @@ A cell computes, for the input ``x_t`` ``(batch, features)`` and the states
 features)`` sequence; ``step`` then runs once per time step. ``call`` is
 ``step(project_inputs(inputs), states)``, so the same cell also runs in a plain
 ``keras.layers.RNN``.
+
+A cell may also bring its own hand-written sequence kernel
+(:meth:`FusedCell.sequence_kernel`, as :class:`keras_mgu.MGUCell` does);
+:class:`keras_mgu.FusedRNN` runs it first, and falls back on the generic
+engine, then on the cell loop, when it raises ``NotImplementedError``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 import keras
+from keras import ops
 
 
 @keras.saving.register_keras_serializable(package="keras_mgu")
@@ -48,7 +54,54 @@ class FusedCell(keras.layers.Layer):
 
     Returns:
         ``(output, new_states)``.
+
+    Attributes:
+        own_kernel: Whether :class:`keras_mgu.FusedRNN` may run the cell's
+            hand-written sequence kernel (if it has one). Set it to False on
+            an instance to run the generic fused engine instead.
     """
+
+    own_kernel: bool = True
+
+    def sequence_kernel_name(self, dtype: str, batch: int | None) -> str:
+        """The name of the hand-written kernel that would run (e.g. ``"native"``, ``"fused"``).
+
+        Decided from static facts only: the compute ``dtype``, the ``batch``
+        size where known (None otherwise) and the cell's settings. Raises
+        ``NotImplementedError`` (saying why) when the cell's own kernel cannot
+        serve; the base class has none.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no hand-written sequence kernel")
+
+    def sequence_kernel(
+        self, sequences: Any, states: list, mask: Any, *, go_backwards: bool, training: bool
+    ) -> tuple[Any, list, str]:
+        """Run the whole sequence with the cell's own kernel.
+
+        Args:
+            sequences: ``(batch, steps, features)``.
+            states: the initial states ``[(batch, state_size[i]), ...]``.
+            mask: ``(batch, steps)`` booleans or None. A masked step keeps
+                every state and emits the previous output (before the first
+                real step: :meth:`initial_output` of ``states``).
+            go_backwards: Process the steps in reverse time order.
+            training: Whether dropout is active.
+
+        Returns:
+            ``(outputs, final_states, name)``: ``outputs`` ``(batch, steps,
+            output_size)`` in processing order, and the name of the kernel
+            that ran (:meth:`sequence_kernel_name`). Raises
+            ``NotImplementedError`` at trace time when it cannot serve.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no hand-written sequence kernel")
+
+    def initial_output(self, states: list) -> Any:
+        """The output that masked steps before the first real one emit, ``(batch, output_size)``.
+
+        The default is the initial state's output part: the first state when
+        it has the size of the output, else zeros.
+        """
+        return output_part_of(states, self.output_size, self.compute_dtype)
 
     def project_inputs(self, inputs: Any) -> Any:
         """State-independent part of a step, ``(..., features) -> (..., P)``; identity here."""
@@ -69,7 +122,7 @@ class FusedCell(keras.layers.Layer):
         return output, list(new_states)
 
     def fused_unsupported_reason(self) -> str | None:
-        """Why the fused path cannot run this cell, or None if it can.
+        """Why the generic fused engine cannot run this cell, or None if it can.
 
         The base class refuses cells that override ``call`` (the fused path
         would skip the override) and cells with dropout (per-step randomness);
@@ -84,3 +137,16 @@ class FusedCell(keras.layers.Layer):
             if float(getattr(self, rate, 0.0) or 0.0) > 0.0:
                 return f"{rate} > 0 draws random numbers at every step"
         return None
+
+
+def output_part_of(states: list, output_size: Any, dtype: Any) -> Any:
+    """The first of ``states`` when it is ``(batch, output_size)``, else zeros of that shape."""
+    first = states[0]
+    if isinstance(first, (list, tuple)):  # stacked cells: the last cell's first state
+        first = states[-1]
+        while isinstance(first, (list, tuple)):
+            first = first[0]
+    if isinstance(output_size, int) and first.shape[-1] == output_size:
+        return ops.cast(first, dtype)
+    size = output_size if isinstance(output_size, int) else first.shape[-1]
+    return ops.zeros((ops.shape(first)[0], size), dtype)

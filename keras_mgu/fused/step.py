@@ -1,4 +1,4 @@
-"""The cell's ``step`` as a pure function of tensors, with Keras masking.
+"""The cell's ``step`` as a pure function of tensors, with the package's masking rule.
 
 The engines (:mod:`keras_mgu.fused.engines`) run and differentiate a
 recurrence ``carry_t = f(p_t, m_t, carry_{t-1}, weights)``; this module builds
@@ -6,14 +6,10 @@ recurrence ``carry_t = f(p_t, m_t, carry_{t-1}, weights)``; this module builds
 read from the explicit ``weights`` list (a ``keras.StatelessScope``), so an
 engine can differentiate a step with respect to them.
 
-Masking follows the Keras cell loop: on a masked step (``m_t`` False) every
-state keeps its previous value, and the output is (``masked_output``)
-
-* ``"previous"``: the previous output, zeros before the first real step (the
-  TensorFlow and PyTorch cell loops); it travels as an extra first carry;
-* ``"first_state"``: the first state ``s_{t-1}[0]`` (the JAX cell loop, for
-  cells whose output has the size of their first state);
-* ``"zeros"``: zeros (``zero_output_for_mask=True``).
+Masking: on a masked step (``m_t`` False) every state keeps its previous
+value and the output is the previous output, which travels as an extra first
+carry; before the first real step it is the cell's
+:meth:`~keras_mgu.fused.cell.FusedCell.initial_output`.
 """
 
 from __future__ import annotations
@@ -29,40 +25,27 @@ from keras.src.backend import AutocastScope
 StepFn = Callable[[Any, Any, list, list], tuple[Any, list]]
 
 
-MASKED_OUTPUTS = ("previous", "first_state", "zeros")
-
-
-def carries_output(masked: bool, masked_output: str) -> bool:
-    """Whether the carry starts with the previous output."""
-    return masked and masked_output == "previous"
-
-
-def make_step(
-    cell: Any, masked: bool, masked_output: str = "previous", project: bool = False
-) -> StepFn:
+def make_step(cell: Any, masked: bool, project: bool = False) -> StepFn:
     """The pure, mask-aware step of ``cell`` over ``cell.variables``.
 
     Args:
         cell: A built :class:`~keras_mgu.fused.cell.FusedCell`.
-        masked: Whether steps get a ``(batch,)`` boolean ``m_t``.
-        masked_output: What a masked step emits, one of :data:`MASKED_OUTPUTS`.
+        masked: Whether steps get a ``(batch,)`` boolean ``m_t``; the carry
+            then starts with the previous output.
         project: Whether ``p_t`` is the raw input ``x_t``, projected inside the
             step (for engines that measured faster without hoisting).
 
     Returns:
         ``step(p_t, m_t, carry, weights)``: ``p_t`` ``(batch, P)``, ``m_t``
         ``(batch,)`` booleans or None, ``carry`` the list of states (the
-        previous output first when :func:`carries_output`), ``weights`` the
-        values of ``cell.variables`` in order.
+        previous output first when ``masked``), ``weights`` the values of
+        ``cell.variables`` in order.
     """
     variables = list(cell.variables)
-    if masked_output not in MASKED_OUTPUTS:
-        raise ValueError(f"`masked_output` must be one of {MASKED_OUTPUTS}; got {masked_output!r}.")
-    keep_output = carries_output(masked, masked_output)
     cast_to = cell.compute_dtype if cell.autocast else None
 
     def step(p_t: Any, m_t: Any, carry: Sequence, weights: Sequence) -> tuple[Any, list]:
-        states = list(carry[1:] if keep_output else carry)
+        states = list(carry[1:] if masked else carry)
         with keras.StatelessScope(state_mapping=list(zip(variables, weights))):
             with AutocastScope(cast_to):
                 if project:
@@ -73,13 +56,9 @@ def make_step(
         new_states = [ops.cast(n, s.dtype) for n, s in zip(new_states, states)]
         if m_t is not None:
             new_states = [ops.where(_expand(m_t, s), n, s) for n, s in zip(new_states, states)]
-            previous = {
-                "previous": carry[0],
-                "first_state": states[0],
-                "zeros": ops.zeros_like(output),
-            }[masked_output]
-            output = ops.where(_expand(m_t, output), output, ops.cast(previous, output.dtype))
-        if keep_output:
+            previous = ops.cast(carry[0], output.dtype)
+            output = ops.where(_expand(m_t, output), output, previous)
+        if masked:
             new_states = [ops.cast(output, carry[0].dtype), *new_states]
         return output, new_states
 
@@ -87,9 +66,9 @@ def make_step(
     return step
 
 
-def initial_carry(states: list, output_zeros: Any, masked: bool, masked_output: str) -> list:
-    """The engines' first carry: ``states``, after zero outputs when the output is carried."""
-    return [output_zeros, *states] if carries_output(masked, masked_output) else list(states)
+def initial_carry(states: list, initial_output: Any, masked: bool) -> list:
+    """The engines' first carry: ``states``, after the initial output when ``masked``."""
+    return [initial_output, *states] if masked else list(states)
 
 
 def _expand(m_t: Any, like: Any) -> Any:

@@ -22,32 +22,31 @@ own weights over its own sequences (the groups of a population of models).
 from __future__ import annotations
 
 import contextlib
-import importlib
 from types import ModuleType
 from typing import Any
 
 import keras
 from keras import ops
 
+from keras_mgu import registry
+
 #: Activations the fused kernels implement (forward and hand-written backward).
 FUSED_ACTIVATIONS = ("tanh", "sigmoid")
 
-_BACKEND_MODULES = {
-    "tensorflow": "keras_mgu.kernels.tensorflow",
-    "jax": "keras_mgu.kernels.jax",
-    "torch": "keras_mgu.kernels.torch",
-}
-
 
 def backend_module(backend: str | None = None) -> ModuleType:
-    """The kernel module of ``backend`` (default: the active Keras backend)."""
-    backend = backend or keras.backend.backend()
-    if backend not in _BACKEND_MODULES:
-        raise NotImplementedError(
-            f"keras-mgu has no fused MGU kernel for the {backend!r} backend; "
-            f"available: {sorted(_BACKEND_MODULES)}. Use implementation='cell'."
-        )
-    return importlib.import_module(_BACKEND_MODULES[backend])
+    """The kernel module of ``backend`` (default: the active Keras backend), from
+    :mod:`keras_mgu.registry`; NotImplementedError for a backend without one."""
+    return registry.backend_module("mgu_kernel", backend)
+
+
+def kernel_name(dtype: str, units: int, batch: int | None = None) -> str:
+    """Which MGU kernel a call in ``dtype`` with ``units`` (and ``batch``) runs.
+
+    ``"native"`` where the native loops serve (see :mod:`keras_mgu.native`),
+    else ``"fused"``; ``NotImplementedError`` on a backend without MGU kernels.
+    """
+    return "native" if backend_module().native_serves(dtype, units, batch) else "fused"
 
 
 def native_inference() -> contextlib.AbstractContextManager:

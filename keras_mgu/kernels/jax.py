@@ -34,8 +34,6 @@ import jax.numpy as jnp
 
 from keras_mgu.native import jax as native_jax
 
-AVAILABLE = True
-
 #: Time steps per iteration of the forward ``lax.scan`` loop (1 measured fastest
 #: on CPU; larger unrolls were slower at every tested size).
 UNROLL = 1
@@ -46,10 +44,6 @@ CUSTOM_VJP = True
 #: Up to this many units the forward loop's recurrent matmuls are written as
 #: broadcast-multiply-sum, which XLA fuses with the gate activations.
 SMALL_MATMUL_UNITS = 8
-#: Run the compiled loops of :mod:`keras_mgu.native` where they serve (CPU,
-#: float32/64, within :data:`keras_mgu.native.jax.MAX_STEP_MACS`, the library
-#: built); ``KERAS_MGU_NATIVE=0`` turns them off too.
-NATIVE = True
 #: From this many units on, the backward loop accumulates ``dU`` step by step;
 #: below it ``dU`` is one contraction over all steps after the loop.
 LOOP_WEIGHT_GRAD_UNITS = 32
@@ -208,7 +202,7 @@ def _recurrence_bwd(activation, recurrent_activation, residuals, cotangents):
 # ---------------------------------------------------------------- native loops
 def _use_native(dtype, units: int, shape: tuple = ()) -> bool:
     """Whether the compiled loops of :mod:`keras_mgu.native` run this call."""
-    return NATIVE and native_jax.usable(dtype, units, shape)
+    return native_jax.usable(dtype, units, shape)
 
 
 def _any_forward_loop(xw, h0, u, m, activation, recurrent_activation):
@@ -315,7 +309,7 @@ _recurrence_vjp.defvjp(_recurrence_fwd, _recurrence_bwd)
 def native_serves(dtype: str, units: int, batch: int | None = None) -> bool:
     """Whether calls in ``dtype`` with ``units`` units (and ``batch``) run the native loops."""
     dtype = "float32" if dtype in ("float16", "bfloat16") else dtype
-    return NATIVE and native_jax.usable(dtype, units, batch=batch)
+    return native_jax.usable(dtype, units, batch=batch)
 
 
 # ------------------------------------------------------------- grouped loops

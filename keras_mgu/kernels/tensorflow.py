@@ -44,12 +44,6 @@ from tensorflow.python.eager import record
 
 from keras_mgu.native import tensorflow as native_tf
 
-AVAILABLE = True
-#: Run the compiled loops of :mod:`keras_mgu.native` where they serve (float32/64,
-#: within :data:`keras_mgu.native.tensorflow.MAX_STEP_MACS`, outside XLA, the
-#: library built); ``KERAS_MGU_NATIVE=0`` turns them off too.
-NATIVE = True
-
 #: name -> (function, derivative expressed through the function's output y).
 _ACTIVATIONS: dict[str, tuple[Callable, Callable]] = {
     "tanh": (tf.tanh, lambda y: 1.0 - y * y),
@@ -196,12 +190,12 @@ def _recurrence(xw, h0, u, m, activations, names) -> tf.Tensor:
     """The MGU time loop ``(T, B, 2H) -> (T, B, H)`` with the hand-written backward.
 
     The loops are the compiled ones of :mod:`keras_mgu.native` where they serve
-    (see :data:`NATIVE`), else XLA-compiled ``tf.while_loop`` s.
+    (see :func:`keras_mgu.native.enabled`), else XLA-compiled ``tf.while_loop`` s.
     """
     if _inference_graph():
         return _forward(xw, h0, u, m, activations=activations)
     own_output = []
-    use_native = NATIVE and native_tf.usable(xw.dtype, u.shape[0], xw.shape[1])
+    use_native = native_tf.usable(xw.dtype, u.shape[0], xw.shape[1])
     mask = native_tf.as_bool_mask(m) if use_native else None
     saved = []
 
@@ -360,7 +354,7 @@ def native_serves(dtype: str, units: int, batch: int | None = None) -> bool:
     Outside XLA-compiled functions, which run the XLA loops.
     """
     dtype = tf.float32 if dtype in ("float16", "bfloat16") else tf.as_dtype(dtype)
-    return NATIVE and native_tf.usable(dtype, units, batch)
+    return native_tf.usable(dtype, units, batch)
 
 
 def grouped_native(
@@ -371,7 +365,7 @@ def grouped_native(
     ``xw`` ``(B, T, 2H)`` and ``h0`` ``(B, H)`` hold ``G`` groups of rows, in
     order; ``u`` ``(G, H, 2H)``: rows ``[g B/G, (g + 1) B/G)`` use ``u[g]``.
     Differentiable once (the native backward loop). None where the native
-    loops do not serve (see :data:`NATIVE`); the caller then runs the groups
+    loops do not serve (see :func:`keras_mgu.native.enabled`); the caller then runs the groups
     one by one (:func:`keras_mgu.kernels.grouped_sequence`).
     """
     names = (activation, recurrent_activation)
@@ -379,7 +373,7 @@ def grouped_native(
         _activation(arg, name)
     groups, units = u.shape[0], u.shape[-2]
     rows = None if xw.shape[0] is None else xw.shape[0] // groups
-    if not (NATIVE and native_tf.usable(xw.dtype, units, rows)):
+    if not (native_tf.usable(xw.dtype, units, rows)):
         return None
 
     @tf.custom_gradient

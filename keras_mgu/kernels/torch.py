@@ -32,12 +32,6 @@ from torch import Tensor
 from keras_mgu.kernels import FUSED_ACTIVATIONS
 from keras_mgu.native import torch as native_torch
 
-AVAILABLE = True
-#: Run the compiled loops of :mod:`keras_mgu.native` where they serve (CPU,
-#: float32/64, within :data:`keras_mgu.native.torch.MAX_STEP_MACS`, the library
-#: built); ``KERAS_MGU_NATIVE=0`` turns them off too.
-NATIVE = True
-
 _REDUCED_PRECISION = (torch.float16, torch.bfloat16)
 
 #: Per-step matmuls of at most this many multiply-adds (``B * H * H``) run on
@@ -405,7 +399,7 @@ def mgu_sequence(
     units = recurrent_kernel.shape[0]
     step_mask = None if mask is None else mask.to(torch.bool).t().contiguous()  # (T, B)
     exporting = _exporting()
-    if not exporting and NATIVE and native_torch.usable(dtype, units, inputs.device, batch):
+    if not exporting and native_torch.usable(dtype, units, inputs.device, batch):
         # Batch major throughout: the inputs, outputs and their gradients are not transposed.
         projected = _project(inputs.reshape(batch * steps, inputs.shape[-1]), kernel, bias)
         outputs = native_torch.recurrence(
@@ -477,7 +471,7 @@ def native_serves(dtype: str, units: int, batch: int | None = None) -> bool:
     """Whether calls in ``dtype`` with ``units`` units (and ``batch``, on the CPU) run native."""
     dtype = "float32" if dtype in ("float16", "bfloat16") else dtype
     cpu = torch.device("cpu")
-    return NATIVE and native_torch.usable(getattr(torch, dtype), units, cpu, batch)
+    return native_torch.usable(getattr(torch, dtype), units, cpu, batch)
 
 
 def grouped_native(
@@ -488,12 +482,12 @@ def grouped_native(
     ``xw`` ``(B, T, 2H)`` and ``h0`` ``(B, H)`` hold ``G`` groups of rows, in
     order; ``u`` ``(G, H, 2H)``: rows ``[g B/G, (g + 1) B/G)`` use ``u[g]``.
     Differentiable once (the native backward loop). None where the native
-    loops do not serve (see :data:`NATIVE`) or while exporting; the caller then
+    loops do not serve (see :func:`keras_mgu.native.enabled`) or while exporting; the caller then
     runs the groups one by one (:func:`keras_mgu.kernels.grouped_sequence`).
     """
     _check_activations(activation, recurrent_activation)
     rows = xw.shape[0] // u.shape[0]
-    if _exporting() or not (NATIVE and native_torch.usable(xw.dtype, u.shape[-2], xw.device, rows)):
+    if _exporting() or not (native_torch.usable(xw.dtype, u.shape[-2], xw.device, rows)):
         return None
     return native_torch.recurrence(
         xw.contiguous(), h0.contiguous(), u.contiguous(), None, activation, recurrent_activation,

@@ -36,7 +36,8 @@ import numpy as np
 from keras import ops
 
 from keras_mgu import kernels
-from keras_mgu.layer import MGU, _activation_name
+from keras_mgu.cell import activation_name
+from keras_mgu.layer import MGU
 from keras_mgu.sysid.model import LearnedInitialState
 
 __all__ = ["GroupedSimulators", "RunView", "grouped_unsupported_reason"]
@@ -50,7 +51,13 @@ def _mgu_reason(layer: MGU) -> str | None:
         return f"{layer.name} is not a forward, sequence-returning, stateless MGU"
     if layer.cell.dropout > 0 or layer.cell.recurrent_dropout > 0:
         return f"{layer.name} has dropout"
-    return layer.fused_unsupported_reason()
+    if layer.unroll:
+        return f"{layer.name} unrolls its loop"
+    try:
+        layer.cell.sequence_kernel_name(keras.backend.standardize_dtype(layer.compute_dtype), None)
+    except NotImplementedError as error:  # the grouped loops are the MGU kernels'
+        return f"{layer.name}: {error}"
+    return None
 
 
 def grouped_unsupported_reason(simulators: Sequence[keras.Model]) -> str | None:
@@ -184,8 +191,8 @@ class GroupedSimulators(keras.layers.Layer):
             h = kernels.grouped_sequence(
                 h, h0, self._stack(name, "kernel", cell=True),
                 self._stack(name, "recurrent_kernel", cell=True), bias,
-                activation=_activation_name(layer.cell.activation),
-                recurrent_activation=_activation_name(layer.cell.recurrent_activation),
+                activation=activation_name(layer.cell.activation),
+                recurrent_activation=activation_name(layer.cell.recurrent_activation),
             )  # fmt: skip
         y = self._dense("head", h)
         if self._linear:

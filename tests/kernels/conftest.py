@@ -1,15 +1,14 @@
 import pytest
 
-from keras_mgu import kernels
-from keras_mgu.native import status
+from keras_mgu import native
 
 
 @pytest.fixture(autouse=True, params=["native", "backend-loops"])
-def kernel_loops(request, monkeypatch):
+def kernel_loops(request):
     """Every kernel test runs on the native loops and on the backend's own loops."""
-    module = kernels.backend_module()
-    native = request.param == "native"
-    monkeypatch.setattr(module, "NATIVE", native)
-    if native:
-        assert status().available, status().reason
-    return request.param
+    if request.param == "native":
+        assert native.status().available, native.status().reason
+        yield request.param
+    else:
+        with native.turned_off():
+            yield request.param

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_mgu import MGU, kernels, native
+from keras_mgu import MGU, native
 from tests.helpers import (
     BACKEND,
     input_gradient_penalty_grads,
@@ -12,8 +12,6 @@ from tests.helpers import (
     to_numpy,
     value_and_grad,
 )
-
-KERNEL = kernels.backend_module()
 
 
 def _layer(units, weights, **kwargs):
@@ -24,11 +22,11 @@ def _layer(units, weights, **kwargs):
 
 
 def _run_both(monkeypatch, fn):
-    results = {}
-    for flag in (True, False):
-        monkeypatch.setattr(KERNEL, "NATIVE", flag)
-        results[flag] = fn()
-    return results[True], results[False]
+    """``fn()`` with the native loops on, then turned off (:func:`keras_mgu.native.turned_off`)."""
+    on = fn()
+    with native.turned_off():
+        off = fn()
+    return on, off
 
 
 def _assert_trains_alike(monkeypatch, train):
@@ -50,7 +48,7 @@ def test_outputs_states_and_gradients_match_the_fused_kernel(rng, monkeypatch, u
 
     def run():
         layer = _layer(units, weights, go_backwards=go_backwards)
-        assert layer.kernel_in_use == ("native" if KERNEL.NATIVE else "fused")
+        assert layer.kernel_in_use == ("native" if native.enabled() else "fused")
 
         def loss(x, h0):
             out, state = layer(x, initial_state=h0, mask=keras.ops.convert_to_tensor(mask))
@@ -121,7 +119,7 @@ def test_float64_agrees_to_double_precision(rng, monkeypatch, float64):
 
     def run():
         layer = _layer(5, weights, dtype="float64")
-        assert layer.kernel_in_use == ("native" if KERNEL.NATIVE else "fused")
+        assert layer.kernel_in_use == ("native" if native.enabled() else "fused")
         return value_and_grad(lambda x: keras.ops.sum(keras.ops.sin(layer(x)[0])), [x])
 
     (v1, g1), (v0, g0) = _run_both(monkeypatch, run)
@@ -133,7 +131,6 @@ def test_second_order_gradients_match(rng, monkeypatch):
     weights = random_mgu_weights(rng, 2, 4)
     x = rng.standard_normal((3, 8, 2)).astype("float32")
 
-    monkeypatch.setattr(KERNEL, "NATIVE", True)
     assert _layer(4, weights).kernel_in_use == "native"
     grads_native, grads_fused = _run_both(monkeypatch, lambda: _penalty_grads(weights, x))
     for a, b in zip(grads_native, grads_fused):

@@ -18,29 +18,17 @@ backward pass through time derived from ``step``.
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
-import keras
-
-_ENGINES = {
-    "tensorflow": "keras_mgu.fused.engines.tensorflow",
-    "jax": "keras_mgu.fused.engines.jax",
-    "torch": "keras_mgu.fused.engines.torch",
-}
+from keras_mgu import registry
 
 
 def has_engine(backend: str | None = None) -> bool:
     """Whether ``backend`` (default: the active Keras backend) has a fused engine."""
-    return (backend or keras.backend.backend()) in _ENGINES
+    return registry.has("engine", backend)
 
 
 def engine_module(backend: str | None = None) -> ModuleType:
-    """The engine module of ``backend`` (default: the active Keras backend)."""
-    backend = backend or keras.backend.backend()
-    if backend not in _ENGINES:
-        raise NotImplementedError(
-            f"keras-mgu has no fused engine for the {backend!r} backend; "
-            f"available: {sorted(_ENGINES)}. Use implementation='cell'."
-        )
-    return importlib.import_module(_ENGINES[backend])
+    """The engine module of ``backend`` (default: the active Keras backend), from
+    :mod:`keras_mgu.registry`; NotImplementedError for a backend without one."""
+    return registry.backend_module("engine", backend)
