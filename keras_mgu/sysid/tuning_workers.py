@@ -77,12 +77,14 @@ def run_local_workers(job: dict, workers: int, make_tuner: Callable[[dict], Any]
     """Run ``job``'s search with ``workers`` local worker processes; the chief's tuner.
 
     The chief (``make_tuner(job)``, KerasTuner's oracle server) runs in this
-    process; the workers run ``python -m keras_mgu.sysid.tuning_workers JOB``.
+    process; the workers run ``python -m keras_mgu.sysid.tuning_workers SPEC``,
+    ``SPEC`` a file holding ``job`` and ``make_tuner`` (by reference).
     """
     os.makedirs(job["directory"], exist_ok=True)
     spec = os.path.join(job["directory"], f"{job['project_name']}_job.pkl")
     with open(spec, "wb") as f:
-        pickle.dump({**job, "overwrite": False}, f)
+        # The tuner's maker travels by reference (module and name), as pickle stores functions.
+        pickle.dump({"job": {**job, "overwrite": False}, "make_tuner": make_tuner}, f)
     env = {"KERASTUNER_ORACLE_IP": "127.0.0.1", "KERASTUNER_ORACLE_PORT": str(_free_port())}
     saved = {k: os.environ.get(k) for k in (*env, "KERASTUNER_TUNER_ID")}
     os.environ.update(env, KERASTUNER_TUNER_ID="chief")
@@ -137,12 +139,11 @@ def _serve_until_done(tuner, procs: list[subprocess.Popen]) -> None:
         time.sleep(0.05)
 
 
-def _worker_main(spec: str) -> None:
-    with open(spec, "rb") as f:
-        job = pickle.load(f)
-    from keras_mgu.sysid.tuning import _make_tuner
-
-    _make_tuner(job).search()
+def _worker_main(path: str) -> None:
+    """Run trials of the search written to ``path`` until the chief has none left."""
+    with open(path, "rb") as f:
+        spec = pickle.load(f)
+    spec["make_tuner"](spec["job"]).search()
 
 
 if __name__ == "__main__":
