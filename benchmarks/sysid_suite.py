@@ -393,7 +393,7 @@ def peer_commands(peers: str | None) -> str:
     return (
         "Peer rows: deepSI's SUBNET on the same records and protocol, in its own environment "
         "(`benchmarks/peers/README.md`); its time is training and test simulation:\n\n```bash\n"
-        + "\n".join(f"PYTHONPATH=$PWD /work/peers-venv/bin/{c}" for c in commands)
+        + "\n".join(f"PYTHONPATH=$PWD peers-venv/bin/{c}" for c in commands)
         + "\n```"
     )
 

@@ -139,7 +139,7 @@ def test_report_puts_the_peer_rows_after_their_benchmark(tmp_path):
     assert suite.report(str(out), None).splitlines()[2:] == lines[2:3]
     commands = suite.peer_commands(str(peers)).splitlines()
     assert commands[3:5] == [
-        "PYTHONPATH=$PWD /work/peers-venv/bin/python benchmarks/peers/subnet.py --benchmarks "
+        "PYTHONPATH=$PWD peers-venv/bin/python benchmarks/peers/subnet.py --benchmarks "
         f"{name}"
         for name in ("cascaded_tanks", "emps")
     ]

@@ -8,8 +8,7 @@ float32 round-off. Exits 1 when they do not.
 
 Usage (from the checkout's root)::
 
-    PYTHONPATH=$PWD /work/peers-venv/bin/python benchmarks/peers/check_subnet.py \\
-        --data-root /work/shared/data
+    PYTHONPATH=$PWD peers-venv/bin/python benchmarks/peers/check_subnet.py
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ Each run writes ``--out/BENCHMARK/subnet_seedS.json``.
 
 Usage (from the checkout's root, in the peers environment)::
 
-    PYTHONPATH=$PWD /work/peers-venv/bin/python benchmarks/peers/subnet.py \\
-        --benchmarks cascaded_tanks --seeds 0 1 2 3 4
+    PYTHONPATH=$PWD peers-venv/bin/python benchmarks/peers/subnet.py \\
+        --benchmarks cascaded_tanks --seeds 0 1 2 3 4 --seconds 67.5
 """
 
 from __future__ import annotations
