@@ -20,7 +20,7 @@ import keras
 from keras import activations, constraints, initializers, ops, regularizers
 from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 
-from keras_mgu import kernels
+from keras_mgu import checks, kernels
 from keras_mgu.fused.cell import FusedCell
 
 _CELL_ARGS = (
@@ -262,10 +262,10 @@ class MGUCell(FusedCell, DropoutRNNCell):
             )
         for arg in ("activation", "recurrent_activation"):
             name = activation_name(getattr(self, arg))
-            if name not in kernels.FUSED_ACTIVATIONS:
+            if name not in checks.KERNEL_ACTIVATIONS:
                 raise NotImplementedError(
                     f"{arg}={name or getattr(self, arg)!r} is not one of the MGU kernels' "
-                    f"activations {kernels.FUSED_ACTIVATIONS}"
+                    f"activations {checks.KERNEL_ACTIVATIONS}"
                 )
         return kernels.kernel_name(dtype, self.units, batch)
 

@@ -15,7 +15,7 @@ from typing import Any
 import keras
 
 from keras_mgu.cell import _CELL_ARGS, MGUCell
-from keras_mgu.fused.checks import check_implementation
+from keras_mgu.checks import check_implementation
 from keras_mgu.fused.layer import FusedRNN
 
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from keras_mgu import MGU
-from keras_mgu.fused.checks import IMPLEMENTATIONS as ALL_IMPLEMENTATIONS
+from keras_mgu.checks import IMPLEMENTATIONS as ALL_IMPLEMENTATIONS
 from keras_mgu.kernels import reference
 from tests.helpers import BACKEND, CELL_AND_FUSED, to_numpy
 

@@ -31,7 +31,8 @@ import keras
 from keras import ops, tree
 from keras.src import backend as keras_backend
 
-from keras_mgu.fused import checks, engines
+from keras_mgu import checks
+from keras_mgu.fused import engines
 from keras_mgu.fused.cell import FusedCell, output_part_of
 from keras_mgu.fused.step import StepFn, initial_carry, make_step
 

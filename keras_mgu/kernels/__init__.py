@@ -28,10 +28,7 @@ from typing import Any
 import keras
 from keras import ops
 
-from keras_mgu import registry
-
-#: Activations the fused kernels implement (forward and hand-written backward).
-FUSED_ACTIVATIONS = ("tanh", "sigmoid")
+from keras_mgu import checks, registry
 
 
 def backend_module(backend: str | None = None) -> ModuleType:
@@ -107,16 +104,11 @@ def grouped_sequence(
         ops.convert_to_tensor(t) for t in (inputs, initial_state, kernel, recurrent_kernel)
     )
     bias = None if bias is None else ops.convert_to_tensor(bias)
+    checks.check_grouped_shapes(
+        checks.static_shape(inputs.shape), checks.static_shape(recurrent_kernel.shape)
+    )
+    checks.check_kernel_activations(activation, recurrent_activation)
     groups, units = recurrent_kernel.shape[0], recurrent_kernel.shape[-2]
-    if recurrent_kernel.shape[-1] != 2 * units or len(recurrent_kernel.shape) != 3:
-        raise ValueError(
-            f"`recurrent_kernel` must have shape (G, H, 2H); got {tuple(recurrent_kernel.shape)}."
-        )
-    if len(inputs.shape) != 4 or inputs.shape[0] != groups:
-        raise ValueError(
-            f"`inputs` must have shape (G={groups}, batch, steps, features); "
-            f"got {tuple(inputs.shape)}."
-        )
     names = {"activation": activation, "recurrent_activation": recurrent_activation}
     module = backend_module()
     shape = ops.shape(inputs)

@@ -32,6 +32,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from keras_mgu import checks
 from keras_mgu.native import jax as native_jax
 
 #: Time steps per iteration of the forward ``lax.scan`` loop (1 measured fastest
@@ -84,10 +85,9 @@ def mgu_sequence(
         ``(outputs, final_state)``: ``(B, T, H)`` and ``(B, H)`` in the dtype of
         ``inputs``. float16/bfloat16 inputs are computed in float32.
     """
-    _check_activations(activation, recurrent_activation)
+    checks.check_kernel_activations(activation, recurrent_activation)
     inputs = jnp.asarray(inputs)
-    if not jnp.issubdtype(inputs.dtype, jnp.floating):
-        raise TypeError(f"`inputs` must be a floating array; received dtype {inputs.dtype}.")
+    checks.check_floating(inputs.dtype.name)
     out_dtype = inputs.dtype
     dtype = jnp.float32 if out_dtype in _LOW_PRECISION else out_dtype
     x, h0, w, u, b, m = _prepare(inputs, initial_state, kernel, recurrent_kernel, bias, mask, dtype)
@@ -107,33 +107,16 @@ def mgu_sequence(
 
 def _prepare(inputs, initial_state, kernel, recurrent_kernel, bias, mask, dtype) -> tuple:
     """Check shapes and cast; the mask becomes time major ``(T, B, 1)`` booleans."""
-    if inputs.ndim != 3:
-        raise ValueError(f"`inputs` must be (batch, steps, features); got shape {inputs.shape}.")
-    batch, steps, features = inputs.shape
-    h0 = jnp.asarray(initial_state, dtype)
-    units = h0.shape[-1]
-    w = jnp.asarray(kernel, dtype)
-    u = jnp.asarray(recurrent_kernel, dtype)
-    expected = {
-        "initial_state": (h0.shape, (batch, units)),
-        "kernel": (w.shape, (features, 2 * units)),
-        "recurrent_kernel": (u.shape, (units, 2 * units)),
-    }
-    b = None
-    if bias is not None:
-        b = jnp.asarray(bias, dtype)
-        expected["bias"] = (b.shape, (2 * units,))
-    m = None
+    h0, w, u = (jnp.asarray(t, dtype) for t in (initial_state, kernel, recurrent_kernel))
+    b = None if bias is None else jnp.asarray(bias, dtype)
+    mask = None if mask is None else jnp.asarray(mask)
     if mask is not None:
-        mask = jnp.asarray(mask)
-        expected["mask"] = (mask.shape, (batch, steps))
-        m = jnp.swapaxes(mask.astype(bool), 0, 1)[..., None]
-    for name, (got, want) in expected.items():
-        if tuple(got) != want:
-            raise ValueError(
-                f"`{name}` must have shape {want} for inputs {inputs.shape} and "
-                f"{units} units; received shape {tuple(got)}."
-            )
+        checks.check_mask_dtype(mask.dtype.name)
+    checks.check_sequence_shapes(
+        inputs.shape, u.shape, initial_state=h0.shape, kernel=w.shape,
+        bias=None if b is None else b.shape, mask=None if mask is None else mask.shape,
+    )  # fmt: skip
+    m = None if mask is None else jnp.swapaxes(mask, 0, 1)[..., None]
     return inputs.astype(dtype), h0, w, u, b, m
 
 
@@ -313,15 +296,6 @@ def native_serves(dtype: str, units: int, batch: int | None = None) -> bool:
 
 
 # ------------------------------------------------------------- grouped loops
-def _check_activations(activation: str, recurrent_activation: str) -> None:
-    for arg, name in (("activation", activation), ("recurrent_activation", recurrent_activation)):
-        if name not in _ACTIVATIONS:
-            raise ValueError(
-                f"The fused JAX MGU kernel supports {arg} in {tuple(_ACTIVATIONS)}; "
-                f"received {arg}={name!r}."
-            )
-
-
 def grouped_native(xw, h0, u, *, activation: str, recurrent_activation: str):
     """States ``(B, T, H)`` of one native loop with a recurrent kernel per group, or None.
 
@@ -331,7 +305,7 @@ def grouped_native(xw, h0, u, *, activation: str, recurrent_activation: str):
     loops do not serve; the caller then runs the groups one by one
     (:func:`keras_mgu.kernels.grouped_sequence`).
     """
-    _check_activations(activation, recurrent_activation)
+    checks.check_kernel_activations(activation, recurrent_activation)
     xw_t = jnp.swapaxes(xw, 0, 1)
     rows = xw_t.shape[1] // u.shape[0]
     if not _use_native(xw.dtype, u.shape[-2], (xw_t.shape[0], rows)):

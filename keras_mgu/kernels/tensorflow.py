@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator
 import tensorflow as tf
 from tensorflow.python.eager import record
 
+from keras_mgu import checks
 from keras_mgu.native import tensorflow as native_tf
 
 #: name -> (function, derivative expressed through the function's output y).
@@ -82,14 +83,11 @@ def mgu_sequence(
         time when ``go_backwards``) and ``(B, H)``, in the dtype of ``inputs``;
         float16/bfloat16 inputs are computed in float32.
     """
-    activations = (
-        _activation("activation", activation),
-        _activation("recurrent_activation", recurrent_activation),
-    )
+    checks.check_kernel_activations(activation, recurrent_activation)
+    activations = (_ACTIVATIONS[activation], _ACTIVATIONS[recurrent_activation])
     inputs = tf.convert_to_tensor(inputs)
     dtype = inputs.dtype
-    if not dtype.is_floating:
-        raise TypeError(f"`inputs` must be a floating tensor; received dtype {dtype.name}.")
+    checks.check_floating(dtype.name)
     compute_dtype = tf.float32 if dtype in _LOW_PRECISION else dtype
     x, h0, w, u, b = (
         None if t is None else tf.cast(tf.convert_to_tensor(t), compute_dtype)
@@ -97,9 +95,11 @@ def mgu_sequence(
     )
     if mask is not None:
         mask = tf.convert_to_tensor(mask)
-        if mask.dtype != tf.bool:
-            raise TypeError(f"`mask` must be a boolean tensor; received dtype {mask.dtype.name}.")
-    _check_shapes(x, h0, w, u, b, mask)
+        checks.check_mask_dtype(mask.dtype.name)
+    checks.check_sequence_shapes(
+        _static(x) or (), _static(u) or (), initial_state=_static(h0), kernel=_static(w),
+        bias=_static(b), mask=_static(mask),
+    )  # fmt: skip
     if h0 is None:
         h0 = tf.zeros(tf.stack([tf.shape(x)[0], u.shape[0]]), compute_dtype)
 
@@ -119,36 +119,11 @@ def mgu_sequence(
     return outputs, outputs[:, -1]
 
 
-def _activation(arg: str, name: str) -> tuple[Callable, Callable]:
-    if not isinstance(name, str) or name not in _ACTIVATIONS:
-        raise ValueError(
-            f"`{arg}` must be one of {tuple(_ACTIVATIONS)} for the fused MGU kernel; "
-            f"received {arg}={name!r}."
-        )
-    return _ACTIVATIONS[name]
-
-
-def _check_shapes(x, h0, w, u, b, mask) -> None:
-    """Static shape checks (unknown dimensions are let through)."""
-    if x.shape.rank != 3:
-        raise ValueError(f"`inputs` must have shape (batch, steps, features); got {x.shape}.")
-    if u.shape.rank != 2 or u.shape[0] is None or u.shape[1] != 2 * u.shape[0]:
-        raise ValueError(f"`recurrent_kernel` must have shape (H, 2H); got {u.shape}.")
-    units = u.shape[0]
-    expected = {
-        "initial_state": (h0, [x.shape[0], units]),
-        "kernel": (w, [x.shape[-1], 2 * units]),
-        "bias": (b, [2 * units]),
-        "mask": (mask, x.shape[:2]),
-    }
-    for arg, (t, shape) in expected.items():
-        if t is not None and not tf.TensorShape(t.shape).is_compatible_with(shape):
-            raise ValueError(
-                f"`{arg}` must have shape {tuple(shape)} for inputs of shape {x.shape} and "
-                f"recurrent_kernel of shape {u.shape}; got {tuple(t.shape)}."
-            )
-    if x.shape[1] == 0:
-        raise ValueError(f"`inputs` needs at least one time step; got shape {x.shape}.")
+def _static(t: tf.Tensor | None) -> tuple | None:
+    """The static shape of ``t`` for :mod:`keras_mgu.checks`; None if none or of unknown rank."""
+    if t is None or t.shape.rank is None:
+        return None
+    return checks.static_shape(t.shape.as_list())
 
 
 _traced_for_inference = threading.local()
@@ -368,9 +343,8 @@ def grouped_native(
     loops do not serve (see :func:`keras_mgu.native.enabled`); the caller then runs the groups
     one by one (:func:`keras_mgu.kernels.grouped_sequence`).
     """
+    checks.check_kernel_activations(activation, recurrent_activation)
     names = (activation, recurrent_activation)
-    for arg, name in zip(("activation", "recurrent_activation"), names, strict=True):
-        _activation(arg, name)
     groups, units = u.shape[0], u.shape[-2]
     rows = None if xw.shape[0] is None else xw.shape[0] // groups
     if not (native_tf.usable(xw.dtype, units, rows)):

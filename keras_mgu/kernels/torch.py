@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import Tensor
 
-from keras_mgu.kernels import FUSED_ACTIVATIONS
+from keras_mgu import checks
 from keras_mgu.native import torch as native_torch
 
 _REDUCED_PRECISION = (torch.float16, torch.bfloat16)
@@ -373,8 +373,8 @@ def mgu_sequence(
         ``(B, H)``, in the dtype of ``inputs`` (float16 and bfloat16 are
         computed in float32).
     """
-    _check_activations(activation, recurrent_activation)
-    _check_shapes(inputs, initial_state, kernel, recurrent_kernel, bias, mask)
+    _check_arguments(inputs, initial_state, kernel, recurrent_kernel, bias, mask)
+    checks.check_kernel_activations(activation, recurrent_activation)
     out_dtype = inputs.dtype
     if inputs.device.type == "meta":
         # Shape inference (Keras traces layers with meta tensors): no loop to run.
@@ -427,44 +427,22 @@ def _project(x: Tensor, kernel: Tensor, bias: Tensor | None) -> Tensor:
     return x @ kernel if bias is None else torch.addmm(bias, x, kernel)
 
 
-def _check_activations(activation: str, recurrent_activation: str) -> None:
-    for arg, name in (("activation", activation), ("recurrent_activation", recurrent_activation)):
-        if name not in FUSED_ACTIVATIONS:
-            raise ValueError(
-                f"The fused torch MGU kernel supports {arg} in {FUSED_ACTIVATIONS}; "
-                f"received {arg}={name!r}."
-            )
-
-
-def _check_shapes(inputs, initial_state, kernel, recurrent_kernel, bias, mask) -> None:
+def _check_arguments(inputs, initial_state, kernel, recurrent_kernel, bias, mask) -> None:
+    """Tensors where tensors are expected, then :mod:`keras_mgu.checks` on shapes and dtypes."""
     tensors = {"inputs": inputs, "initial_state": initial_state, "kernel": kernel}
     tensors.update(recurrent_kernel=recurrent_kernel, bias=bias, mask=mask)
     for name, value in tensors.items():
         if value is not None and not isinstance(value, Tensor):
             raise TypeError(f"`{name}` must be a torch.Tensor; received {type(value).__name__}.")
-    if inputs.ndim != 3 or inputs.shape[1] == 0:
-        raise ValueError(
-            "`inputs` must have shape (batch, steps >= 1, features); "
-            f"received {tuple(inputs.shape)}."
-        )
-    if not inputs.is_floating_point():
-        raise TypeError(f"`inputs` must be a floating tensor; received dtype {inputs.dtype}.")
-    batch, steps, features = inputs.shape
-    units = recurrent_kernel.shape[0] if recurrent_kernel.ndim == 2 else -1
-    expected = {
-        "initial_state": (initial_state, (batch, units)),
-        "kernel": (kernel, (features, 2 * units)),
-        "recurrent_kernel": (recurrent_kernel, (units, 2 * units)),
-        "bias": (bias, (2 * units,)),
-        "mask": (mask, (batch, steps)),
-    }
-    for name, (value, shape) in expected.items():
-        if value is not None and tuple(value.shape) != shape:
-            raise ValueError(
-                f"`{name}` must have shape {shape} for inputs of shape {tuple(inputs.shape)} "
-                f"and recurrent_kernel of shape {tuple(recurrent_kernel.shape)}; "
-                f"received {tuple(value.shape)}."
-            )
+    checks.check_floating(_dtype_name(inputs.dtype))
+    if mask is not None:
+        checks.check_mask_dtype(_dtype_name(mask.dtype))
+    shapes = {k: None if t is None else checks.static_shape(t.shape) for k, t in tensors.items()}
+    checks.check_sequence_shapes(shapes.pop("inputs"), shapes.pop("recurrent_kernel"), **shapes)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def native_serves(dtype: str, units: int, batch: int | None = None) -> bool:
@@ -485,7 +463,7 @@ def grouped_native(
     loops do not serve (see :func:`keras_mgu.native.enabled`) or while exporting; the caller then
     runs the groups one by one (:func:`keras_mgu.kernels.grouped_sequence`).
     """
-    _check_activations(activation, recurrent_activation)
+    checks.check_kernel_activations(activation, recurrent_activation)
     rows = xw.shape[0] // u.shape[0]
     if _exporting() or not (native_torch.usable(xw.dtype, u.shape[-2], xw.device, rows)):
         return None

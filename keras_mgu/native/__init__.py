@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from keras_mgu import checks
 from keras_mgu.native.build import BuildError, library_path
 
 __all__ = [
@@ -39,7 +40,6 @@ __all__ = [
     "backward",
     "enabled",
     "forward",
-    "groups_of",
     "max_threads",
     "status",
     "threads",
@@ -175,50 +175,13 @@ def core() -> ctypes.CDLL:
 
 def _suffix(dtype: Any) -> str:
     name = np.dtype(dtype).name
-    if name not in DTYPES:
-        raise TypeError(f"The native MGU loops compute in {DTYPES}; received dtype {name}.")
+    checks.check_dtype_among(name, DTYPES, "The native MGU loops")
     return "f32" if name == "float32" else "f64"
 
 
 def _codes(activation: str, ract: str) -> tuple[int, int]:
-    for arg, name in (("activation", activation), ("recurrent_activation", ract)):
-        if name not in ACTIVATION_CODES:
-            raise ValueError(
-                f"The native MGU loops support {arg} in {tuple(ACTIVATION_CODES)}; "
-                f"received {name!r}."
-            )
+    checks.check_kernel_activations(activation, ract)
     return ACTIVATION_CODES[activation], ACTIVATION_CODES[ract]
-
-
-def groups_of(u_shape: tuple, batch: int | None = None, units: int | None = None) -> int:
-    """G of a recurrent kernel of shape ``u_shape``: 1 for ``(H, 2H)``, G for ``(G, H, 2H)``.
-
-    Raises ValueError for another rank, for ``G < 1``, for a kernel that is
-    not ``(units, 2 units)`` per group where ``units`` is given, or when a
-    known ``batch`` is not a multiple of G (group g owns the batch rows
-    ``[g B/G, (g+1) B/G)``). Unknown dimensions (None) pass.
-    """
-    if len(u_shape) not in (2, 3):
-        raise ValueError(
-            f"The recurrent kernel `u` must have shape (H, 2H) or (G, H, 2H); received {u_shape}."
-        )
-    kernel = tuple(u_shape[-2:])
-    if units is not None and kernel != (units, 2 * units) and None not in kernel:
-        raise ValueError(
-            f"The recurrent kernel `u` must have shape ({units}, {2 * units}) or "
-            f"(G, {units}, {2 * units}) for {units} units; received {u_shape}."
-        )
-    groups = 1 if len(u_shape) == 2 else u_shape[0]
-    if groups is None:
-        return 1
-    if groups < 1:
-        raise ValueError(f"The recurrent kernel `u` {u_shape} must have at least one group.")
-    if batch is not None and batch % groups:
-        raise ValueError(
-            f"With a recurrent kernel `u` of shape {u_shape} (G = {groups} groups), the batch "
-            f"must be a multiple of G = {groups}; received a batch of {batch}."
-        )
-    return int(groups)
 
 
 def _check(code: int, what: str) -> None:
@@ -261,7 +224,7 @@ def threads(
     when there are fewer groups than threads, a share of one group's rows; the
     count of threads is the same.
     """
-    groups_of((groups, units, 2 * units), batch)
+    checks.groups_of((groups, units, 2 * units), batch)
     fn = getattr(core(), f"keras_mgu_threads_{_suffix(dtype)}")
     count = int(fn(steps, batch, units, groups, max_threads() if limit is None else limit))
     if count < 1:
@@ -350,7 +313,7 @@ def forward(
     dtype = np.dtype(xw.dtype)
     xw, h0, u = (np.ascontiguousarray(a, dtype) for a in (xw, h0, u))
     (steps, batch), units = steps_and_batch(xw.shape, batch_major), xw.shape[-1] // 2
-    groups = groups_of(u.shape, batch, units)
+    groups = checks.groups_of(u.shape, batch, units)
     m = None if mask is None else np.ascontiguousarray(mask, np.uint8)
     hs = np.empty((*xw.shape[:2], units), dtype)
     saved = np.empty((steps, batch, 3 * units), dtype)
@@ -383,7 +346,7 @@ def backward(
     d_hs, saved, u = (np.ascontiguousarray(a, dtype) for a in (d_hs, saved, u))
     d_last = None if d_last is None else np.ascontiguousarray(d_last, dtype)
     (steps, batch), units = steps_and_batch(d_hs.shape, batch_major), d_hs.shape[-1]
-    groups = groups_of(u.shape, batch, units)
+    groups = checks.groups_of(u.shape, batch, units)
     m = None if mask is None else np.ascontiguousarray(mask, np.uint8)
     dxw = np.empty((*d_hs.shape[:2], 2 * units), dtype)
     dh0 = np.empty((batch, units), dtype)

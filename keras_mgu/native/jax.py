@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from keras_mgu import native
+from keras_mgu import checks, native
 
 #: The native loops run when a step's recurrent product, ``batch * units**2``
 #: multiply-adds, is at most this; above it the ``lax.scan`` kernel is as fast
@@ -96,7 +96,7 @@ def forward(
     """
     steps, batch, two_units = xw.shape
     units = two_units // 2
-    native.groups_of(tuple(u.shape), batch, units)
+    checks.groups_of(tuple(u.shape), batch, units)
     name = _TARGETS[("forward", np.dtype(xw.dtype).name)]
     call = jax.ffi.ffi_call(
         f"keras_mgu_{name}",
@@ -124,7 +124,7 @@ def backward(
     use ``u[g]``; ``du`` has the shape of ``u``, group g's summed over its rows.
     """
     steps, batch, units = d_hs.shape
-    native.groups_of(tuple(u.shape), batch, units)
+    checks.groups_of(tuple(u.shape), batch, units)
     name = _TARGETS[("backward", np.dtype(d_hs.dtype).name)]
     call = jax.ffi.ffi_call(
         f"keras_mgu_{name}",

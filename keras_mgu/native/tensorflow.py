@@ -14,7 +14,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from keras_mgu import native
+from keras_mgu import checks, native
 
 #: The native loops run when a step's recurrent product, ``batch * units**2``
 #: multiply-adds, is at most this (batch 32: up to 176 units; batch 256: up to
@@ -60,7 +60,7 @@ def _mask_or_placeholder(mask: Any) -> tf.Tensor:
 def _check_groups(u: tf.Tensor, batch: int | None, units: int | None) -> None:
     """ValueError where the static shapes show a ``u`` or batch the operators refuse."""
     if u.shape.rank is not None:
-        native.groups_of(tuple(u.shape), batch, units)
+        checks.groups_of(tuple(u.shape), batch, units)
 
 
 def forward(

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from keras_mgu import native
+from keras_mgu import checks, native
 
 #: The native loops run when a step's recurrent product, ``batch * units**2``
 #: multiply-adds, is at most this (batch 32: up to 250 units; batch 256: up to
@@ -57,7 +57,7 @@ def _run_forward(
     xw, h0, u = (t.contiguous() for t in (xw, h0, u))
     mask = None if mask is None else mask.to(torch.uint8).contiguous()
     (steps, batch), units = native.steps_and_batch(xw.shape, batch_major), xw.shape[-1] // 2
-    groups = native.groups_of(tuple(u.shape), batch, units)
+    groups = checks.groups_of(tuple(u.shape), batch, units)
     hs = xw.new_empty((*xw.shape[:2], units))
     saved = xw.new_empty((steps, batch, 3 * units))
     pointers = tuple(_pointer(t) for t in (xw, h0, u, mask, hs, saved))
@@ -75,7 +75,7 @@ def _run_backward(
     d_hs, saved, u = (t.contiguous() for t in (d_hs, saved, u))
     mask = None if mask is None else mask.to(torch.uint8).contiguous()
     (steps, batch), units = native.steps_and_batch(d_hs.shape, batch_major), d_hs.shape[-1]
-    groups = native.groups_of(tuple(u.shape), batch, units)
+    groups = checks.groups_of(tuple(u.shape), batch, units)
     dxw = d_hs.new_empty((*d_hs.shape[:2], 2 * units))
     dh0 = d_hs.new_empty((batch, units))
     du = d_hs.new_empty(u.shape)
@@ -135,8 +135,8 @@ def _(d_hs, saved, u, mask, activation, ract, batch_major):
 
 def _check_groups(u: Tensor, batch: Any, units: Any) -> None:
     """ValueError where the (possibly symbolic) shapes show a ``u`` or batch the loops refuse."""
-    static = [d if isinstance(d, int) else None for d in (batch, units, *u.shape)]
-    native.groups_of(tuple(static[2:]), static[0], static[1])
+    batch, units, *u_shape = checks.static_shape((batch, units, *u.shape))
+    checks.groups_of(tuple(u_shape), batch, units)
 
 
 def _numpy_dtype(dtype: torch.dtype) -> str:

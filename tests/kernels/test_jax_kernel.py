@@ -159,21 +159,6 @@ def test_low_precision_inputs(rng, dtype):
     np.testing.assert_allclose(np.asarray(state, np.float64), exact[1], atol=tol, rtol=tol)
 
 
-def test_bad_arguments_raise(rng):
-    x, h0, w, u, b = make_args(rng, dtype=np.float32)
-    with pytest.raises(ValueError, match="activation"):
-        run_kernel(x, h0, w, u, b, None, False, act="relu")
-    with pytest.raises(ValueError, match="recurrent_activation"):
-        run_kernel(x, h0, w, u, b, None, False, ract="hard_sigmoid")
-    with pytest.raises(ValueError, match="recurrent_kernel"):
-        run_kernel(x, h0, w, u[:, :-1], b, None, False)
-    with pytest.raises(ValueError, match="mask"):
-        run_kernel(x, h0, w, u, b, np.ones((3, 4), bool), False)
-    with pytest.raises(ValueError, match="kernel"):
-        run_kernel(x[..., :1], h0, w, u, b, None, False)
-    with pytest.raises(TypeError, match="floating"):
-        run_kernel(x.astype(np.int32), h0, w, u, b, None, False)
-
 
 # ------------------------------------------------------------------- gradients
 def weighted_loss(outputs, state):

@@ -313,23 +313,3 @@ def test_layer_fused_path_matches_cell_path(rng):
     np.testing.assert_allclose(
         layers["fused"](x).numpy(), layers["cell"](x).numpy(), rtol=1e-5, atol=1e-6
     )
-
-
-# ----------------------------------------------------------------------------- errors
-def test_bad_arguments_raise_clear_errors(rng):
-    p = make_problem(rng)
-    args = tensors(p)
-    with pytest.raises(ValueError, match="activation"):
-        fused(*args, act="relu")
-    with pytest.raises(ValueError, match="recurrent_activation"):
-        fused(*args, ract="hard_sigmoid")
-    with pytest.raises(ValueError, match="recurrent_kernel"):
-        fused(args[0], args[1], args[2], args[3][:, :5], args[4])
-    with pytest.raises(ValueError, match="kernel"):
-        fused(args[0], args[1], args[2][:1], args[3], args[4])
-    with pytest.raises(ValueError, match="mask"):
-        fused(*args, p["mask"][:, :2])
-    with pytest.raises(TypeError, match="mask"):
-        fused(*args, p["mask"].astype("float32"))
-    with pytest.raises(TypeError, match="floating"):
-        fused(tf.zeros((3, 5, 2), tf.int32), *args[1:])
