@@ -47,7 +47,7 @@ from keras_mgu.cli import export_command as _export
 from keras_mgu.cli import identify as _identify
 from keras_mgu.cli import simulate as _simulate
 from keras_mgu.cli import tune as _tune
-from keras_mgu.cli.identify import DataError, UsageError
+from keras_mgu.cli.errors import DataError, UsageError
 
 __all__ = ["build_parser", "main"]
 

@@ -20,7 +20,7 @@ import argparse
 import os
 
 from keras_mgu.cli.backends import BACKENDS
-from keras_mgu.cli.identify import UsageError
+from keras_mgu.cli.errors import UsageError
 from keras_mgu.cli.simulate import load_model
 
 __all__ = ["add_arguments", "check_arguments", "run_command"]

@@ -22,11 +22,10 @@ from typing import Any
 
 from keras_mgu.cli import report
 from keras_mgu.cli.backends import BACKENDS
+from keras_mgu.cli.errors import DataError, UsageError
 
 __all__ = [
     "DATASETS",
-    "DataError",
-    "UsageError",
     "add_arguments",
     "benchmark_n_initial",
     "build_config",
@@ -107,14 +106,6 @@ QUICK_SAMPLES = 256
 DERIVED = "default: derived from the record"
 #: Names ``--score-weights`` may weigh (``keras_mgu.sysid.config.SCORE_NAMES``).
 SCORE_NAMES = ("val_rmse", "loss")
-
-
-class UsageError(Exception):
-    """Bad options: reported with the usage and ``keras-mgu identify: error: <message>``."""
-
-
-class DataError(UsageError):
-    """Data that cannot be read: one line ``keras-mgu identify: error: <message>``, status 2."""
 
 
 def _number(kind: type, low: float, strict: bool, what: str) -> Callable[[str], Any]:

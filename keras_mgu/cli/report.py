@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from keras_mgu.cli.errors import UsageError
+
 __all__ = [
     "fixed",
     "format_settings",
@@ -132,7 +134,6 @@ def read_results(out: str) -> dict[str, Any]:
         UsageError: the file is not a results.json of this format (``{"runs": {...}}``),
             so it is never overwritten.
     """
-    from keras_mgu.cli.identify import UsageError
 
     path = os.path.join(out, "results.json")
     if not os.path.exists(path):

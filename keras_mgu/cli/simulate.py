@@ -21,7 +21,8 @@ from typing import Any
 
 from keras_mgu._atomic import write_atomically
 from keras_mgu.cli.backends import BACKENDS
-from keras_mgu.cli.identify import UsageError, positive_int
+from keras_mgu.cli.errors import UsageError
+from keras_mgu.cli.identify import positive_int
 
 __all__ = [
     "add_arguments",

@@ -18,7 +18,7 @@ import os
 from typing import Any
 
 from keras_mgu.cli import identify as _identify
-from keras_mgu.cli.identify import UsageError
+from keras_mgu.cli.errors import UsageError
 
 HELP = "search the recipe's settings on validation with KerasTuner (keras_mgu.sysid.tune)"
 DESCRIPTION = __doc__.split("\n\n", 1)[1]
