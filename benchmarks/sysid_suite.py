@@ -201,6 +201,7 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
         "population": not args.one_by_one,
         "config": overrides,
         "linear_models": found.linear_table,
+        "capacity_screening": found.capacity_table,
         "unit": unit,
         "n_initial": n,
         "previous_n_initial": previous,

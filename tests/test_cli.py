@@ -213,6 +213,8 @@ def test_effort_and_time_budget_options_map_onto_the_config():
     assert more.weight_decay == pytest.approx(default.weight_decay / 3)
     assert parsed_config("--effort", "3", "--iterations", "50").iterations == 50
     assert parsed_config("--time-budget", "90").time_budget == 90.0
+    assert default.capacity == "fixed"
+    assert parsed_config("--capacity", "search").capacity == "search"
 
 
 class LearningRateSpy(keras.callbacks.Callback):

@@ -254,6 +254,11 @@ def _add_recipe_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--effort", type=positive_int, metavar="K",
                        help="multiply the derived iterations by K: more work, usually a better "
                        "model, in about K times the time (default: 1)")  # fmt: skip
+    group.add_argument("--capacity", choices=("fixed", "search"),
+                       help="'fixed' (default): the units and learning rate as given; 'search': "
+                       "choose the units (16, 32, 64) and learning rate (0.003, 0.01, 0.03) on "
+                       "the validation record, with short screening runs before the "
+                       "restarts")  # fmt: skip
     group.add_argument("--time-budget", type=positive_float, metavar="SECONDS",
                        help="cap the wall time of all runs of a model together (default: no "
                        "cap, every run does its iterations); a run the cap shortens depends on "
@@ -417,6 +422,7 @@ def recipe_options(args: argparse.Namespace) -> dict[str, Any]:
         "learning_rate": args.learning_rate,
         "time_budget": args.time_budget,
         "effort": args.effort,
+        "capacity": args.capacity,
         "selection": args.selection,
         "n_initial": args.n_initial or None,  # the encoder reads as many as a test gives
         "decay_points": tuple(args.decay_points) if args.decay_points else None,

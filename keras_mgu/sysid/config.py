@@ -54,6 +54,8 @@ DEFAULT_N_INITIAL = 20
 WINDOW_MIN, WINDOW_MAX, SAMPLES_PER_BATCH = 128, 1024, 8192
 #: Iterations of short records, and the bounds of long records' ``N / 8``.
 SHORT_ITERATIONS, LONG_ITERATIONS_MAX = 2000, 10_000
+#: How the units and learning rate are set: as given, or chosen on validation.
+CAPACITIES = ("fixed", "search")
 #: Weight decay of the short-record recipe (at ``SHORT_ITERATIONS``).
 WEIGHT_DECAY = 0.1
 
@@ -201,6 +203,11 @@ class RecipeConfig:
             shortened after its second epoch (the schedule shrinks with it).
             Where it binds, the model depends on the machine's speed and load.
             ``None`` (default): no cap; every run does its iterations.
+        capacity: ``"fixed"`` (default): the units and learning rate as
+            given. ``"search"``: :func:`identify` chooses the units of one MGU
+            layer and the learning rate on the validation record, with short
+            screening runs before the restarts (:mod:`~keras_mgu.sysid.capacity`);
+            ``units`` must then be left ``None``.
         effort: Multiplies the derived iterations (a positive integer; more
             work, usually a better model, in proportionally more time). An
             explicit ``iterations`` is used as given.
@@ -231,9 +238,12 @@ class RecipeConfig:
     time_budget: float | None = None
     selection: str = "ensemble"
     effort: int = 1
+    capacity: str = "fixed"
 
     def __post_init__(self) -> None:
         check_rule(self.selection)
+        if self.capacity not in CAPACITIES:
+            raise ValueError(f"`capacity` must be one of {CAPACITIES}; received {self.capacity!r}.")
         if self.units is not None:
             units = (self.units,) if isinstance(self.units, int) else tuple(self.units)
             object.__setattr__(self, "units", units)

@@ -61,6 +61,9 @@ class Identification:
         ts: Its sampling period in seconds (None: unknown).
         protocol: The data's scoring protocol
             (:class:`~keras_mgu.datasets.Protocol`), or None.
+        capacity_table: With ``RecipeConfig(capacity="search")``: the
+            screening runs' units, learning rate, iterations and validation
+            RMSE (:mod:`~keras_mgu.sysid.capacity`); else empty.
 
     :meth:`save` writes it to one file and :func:`keras_mgu.sysid.load`
     reads it back (:mod:`~keras_mgu.sysid.saving`); a loaded one simulates and
@@ -78,6 +81,7 @@ class Identification:
     output_names: tuple[str, ...] = ()
     ts: float | None = None
     protocol: Protocol | None = None
+    capacity_table: list = dataclasses.field(default_factory=list)
 
     @property
     def model(self) -> keras.Model:

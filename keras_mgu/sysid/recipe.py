@@ -23,6 +23,7 @@ import keras
 import numpy as np
 
 from keras_mgu.datasets import Normalizer, Record, SysIdData
+from keras_mgu.sysid.capacity import choose_capacity
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.identification import Identification
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
@@ -155,12 +156,21 @@ def identify(
         raise TypeError(f"`data` must be a keras_mgu.datasets.SysIdData; got {type(data)}.")
     if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 1:
         raise ValueError(f"`restarts` must be a positive integer; received {restarts!r}.")
-    options, linear_table = structures(data, config or RecipeConfig())
+    config = config or RecipeConfig()
+    if config.capacity == "search" and config.units is not None:
+        raise ValueError(
+            "`capacity='search'` chooses the units on validation; leave `units` None "
+            f"(received units={config.units})."
+        )
+    options, linear_table = structures(data, config)
     if verbose:
         _print_settings(data, options, restarts)
     trainer = _Trainer(data, options, population, verbose, callbacks, restarts)
     runs = trainer.train([(option, seed) for option in options])
     winner = next(o for o in options if o.name == runs[_best_run(runs)].structure)
+    capacity_table: list[dict] = []
+    if winner.config.capacity == "search" and restarts > 1:
+        winner, capacity_table = _screened(trainer, winner, seed)
     runs += trainer.train([(winner, seed + 1000 * k) for k in range(1, restarts)])
     rule = winner.config.selection
     members = () if rule == "best" else select([run.validation_error for run in runs], rule)
@@ -170,8 +180,25 @@ def identify(
     return Identification(
         runs, _best_run(runs), data.n_initial, trainer.first, linear_table, members,
         input_names=est.input_names, output_names=est.output_names, ts=est.ts,
-        protocol=data.protocol,
+        protocol=data.protocol, capacity_table=capacity_table,
     )  # fmt: skip
+
+
+def _screened(trainer: _Trainer, winner: Structure, seed: int) -> tuple[Structure, list[dict]]:
+    """``winner`` with the capacity its screening runs (seed ``seed``) validate best with."""
+
+    def train(configs):
+        plan = [(dataclasses.replace(winner, config=c), seed) for c in configs]
+        return [run.validation_rmse for run in trainer.train(plan, "screening")]
+
+    chosen, table = choose_capacity(winner.config, train)
+    if trainer.verbose:
+        print(
+            f"capacity chosen on validation: {chosen.units[0]} units, learning rate "
+            f"{chosen.learning_rate:g}",
+            flush=True,
+        )
+    return dataclasses.replace(winner, config=chosen), table
 
 
 def _multiset(members: tuple[int, ...]) -> str:
@@ -195,8 +222,11 @@ class _Trainer:
         #: The first samples of the estimation record (the encoder's start).
         self.first = (data.estimation.u[:lag], data.estimation.y[:lag])
 
-    def train(self, plan: list[tuple[Structure, int]]) -> list[RunResult]:
-        """Train ``plan`` (``(structure, seed)`` pairs); the results in the plan's order."""
+    def train(self, plan: list[tuple[Structure, int]], kind: str = "run") -> list[RunResult]:
+        """Train ``plan`` (``(structure, seed)`` pairs); the results in the plan's order.
+
+        ``kind`` names the runs in the progress lines (``"run"`` or ``"screening"``).
+        """
         if self.population:
             groups = population_groups([option.config for option, _ in plan])
         else:
@@ -207,7 +237,7 @@ class _Trainer:
             members = [self._member(*plan[i]) for i in group]
             trained = self._train_group(members, share)
             for i, run in zip(group, trained, strict=True):
-                runs[i] = self._scored(run, *plan[i])
+                runs[i] = self._scored(run, *plan[i], kind)
         return [runs[i] for i in range(len(plan))]
 
     def _train_group(self, members: list[PlannedRun], share: float | None) -> list[RunResult]:
@@ -224,7 +254,7 @@ class _Trainer:
         if self.budget is None:
             return None
         left = self.budget - (time.perf_counter() - self.start)
-        share = max(left * n_runs / self.left, 1e-3)
+        share = max(left * n_runs / max(self.left, n_runs), 1e-3)
         self.left -= n_runs
         return share
 
@@ -232,16 +262,19 @@ class _Trainer:
         est, val = self.records[option.name]
         return PlannedRun(est, val, option.config, seed)
 
-    def _scored(self, run: RunResult, option: Structure, seed: int) -> RunResult:
+    def _scored(self, run: RunResult, option: Structure, seed: int, kind: str) -> RunResult:
         """``run`` with its structure, signal path and validation error (physical record)."""
         run = dataclasses.replace(run, structure=option.name, path=option.path)
         single = Identification([run], 0, self.data.n_initial, self.first)
         error = single.validation_error(self.data)
         run = dataclasses.replace(run, validation_error=error, validation_rmse=error_rmse(error))
-        self.done += 1
+        self.done += kind == "run"
         if self.verbose:
+            units = run.config.units[0]
+            label = f"run {self.done}" if kind == "run" else f"screening {units} units"
             print(
-                f"run {self.done} ({option.name}, seed {run.seed}): validation RMSE "
+                f"{label} ({option.name}, seed {run.seed}, learning rate "
+                f"{run.config.learning_rate:g}): validation RMSE "
                 f"{run.validation_rmse:.4f} (standardised), best at iteration "
                 f"{run.best_iteration}, {run.seconds:.0f} s",
                 flush=True,

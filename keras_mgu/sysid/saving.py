@@ -140,6 +140,9 @@ def _manifest(found: Identification) -> dict:
         "ts": found.ts,
         "protocol": None if found.protocol is None else dataclasses.asdict(found.protocol),
         "linear_table": [{k: _json_float(v) for k, v in row.items()} for row in found.linear_table],
+        "capacity_table": [
+            {k: _json_float(v) for k, v in row.items()} for row in found.capacity_table
+        ],
         "runs": [_run_entry(run, k) for k, run in enumerate(found.runs)],
     }
 
@@ -264,6 +267,10 @@ def _identification(archive: zipfile.ZipFile, manifest: dict) -> Identification:
         output_names=tuple(manifest["output_names"]),
         ts=manifest["ts"],
         protocol=None if protocol is None else Protocol(**protocol),
+        capacity_table=[
+            {k: _from_json(v) for k, v in row.items()}
+            for row in manifest.get("capacity_table", [])  # absent from files saved before it
+        ],
     )
 
 
