@@ -169,15 +169,16 @@ def check_sequence_shapes(
             f"`inputs` must have shape (batch, steps >= 1, features); received {inputs}."
         )
     units = recurrent_kernel[0] if len(recurrent_kernel) == 2 else None
-    if units is None or not _compatible(recurrent_kernel, (units, 2 * units)):
+    two_units = None if units is None else 2 * units
+    if len(recurrent_kernel) != 2 or not _compatible(recurrent_kernel, (units, two_units)):
         raise ValueError(
             f"`recurrent_kernel` must have shape (H, 2H); received {recurrent_kernel}."
         )
     batch, steps, features = inputs
     expected = {
         "initial_state": (initial_state, (batch, units)),
-        "kernel": (kernel, (features, 2 * units)),
-        "bias": (bias, (2 * units,)),
+        "kernel": (kernel, (features, two_units)),
+        "bias": (bias, (two_units,)),
         "mask": (mask, (batch, steps)),
     }
     for arg, (got, want) in expected.items():
@@ -191,7 +192,8 @@ def check_sequence_shapes(
 def check_grouped_shapes(inputs: tuple, recurrent_kernel: tuple) -> None:
     """``inputs`` ``(G, B, T, D)`` and ``recurrent_kernel`` ``(G, H, 2H)`` of a grouped call."""
     units = recurrent_kernel[1] if len(recurrent_kernel) == 3 else None
-    if units is None or not _compatible(recurrent_kernel[1:], (units, 2 * units)):
+    two_units = None if units is None else 2 * units
+    if len(recurrent_kernel) != 3 or not _compatible(recurrent_kernel[1:], (units, two_units)):
         raise ValueError(
             f"`recurrent_kernel` must have shape (G, H, 2H); received {recurrent_kernel}."
         )

@@ -33,6 +33,10 @@ def test_sequence_shapes_pass_when_right_and_let_unknown_dimensions_through():
         (None, None, D), (H, 2 * H), initial_state=(None, H), kernel=(D, None),
         mask=(None, None),
     )  # fmt: skip
+    # Symbolic dimensions (e.g. while PyTorch exports) are unknown everywhere, the weights' too.
+    checks.check_sequence_shapes(
+        (None, None, None), (None, None), initial_state=(None, None), kernel=(None, None)
+    )
 
 
 @BACKEND_INDEPENDENT
