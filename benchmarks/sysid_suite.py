@@ -55,6 +55,7 @@ import dataclasses
 import glob
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -298,10 +299,42 @@ def run_all(args: argparse.Namespace) -> None:
             subprocess.run(cmd, env=env, check=True)
 
 
+def _same_path(a: str, b: str) -> bool:
+    return os.path.normpath(os.path.abspath(a)) == os.path.normpath(os.path.abspath(b))
+
+
+def _shown_path(path: str) -> str:
+    """``path`` relative to the project root when it lies inside it, for a portable command."""
+    root = os.path.dirname(HERE)
+    full = os.path.normpath(os.path.abspath(path))
+    return os.path.relpath(full, root) if full.startswith(root + os.sep) else full
+
+
+def reproducing_command(args: argparse.Namespace, benchmark: str, backend: str, seed: int) -> str:
+    """The command, run from the project root, that makes this one result file again.
+
+    Options left at their defaults are left out, paths inside the project are
+    relative, so the command carries no machine's folders.
+    """
+    parts = ["python", "benchmarks/sysid_suite.py", "--backend", backend,
+             "--benchmarks", benchmark, "--seeds", str(seed)]  # fmt: skip
+    if args.restarts != 3:
+        parts += ["--restarts", str(args.restarts)]
+    if args.one_by_one:
+        parts.append("--one-by-one")
+    if json.loads(args.config):
+        parts += ["--config", shlex.quote(args.config)]
+    if not is_zoo(benchmark) and not _same_path(args.data_root, DEFAULT_ROOT):
+        parts += ["--data-root", shlex.quote(_shown_path(args.data_root))]
+    if not _same_path(args.out, DEFAULT_OUT):
+        parts += ["--out", shlex.quote(_shown_path(args.out))]
+    return " ".join(parts)
+
+
 def worker(args: argparse.Namespace) -> None:
     benchmark, seed = args.worker[0], int(args.worker[1])
     result = run_one(args, benchmark, seed)
-    result["command"] = " ".join(["python", "benchmarks/sysid_suite.py", *sys.argv[1:]])
+    result["command"] = reproducing_command(args, benchmark, result["backend"], seed)
     path = result_path(args.out, benchmark, result["backend"], seed)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"

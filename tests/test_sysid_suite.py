@@ -237,3 +237,25 @@ def test_the_linear_model_alone_is_scored_on_the_zoo_records_from_its_first_outp
     error = plant.beyond.y - y_sim
     assert scores["beyond_before"] == pytest.approx(np.sqrt(np.mean(error[40:start] ** 2)))
     assert scores["beyond_after"] == pytest.approx(np.sqrt(np.mean(error[start:] ** 2)))
+
+
+@BACKEND_INDEPENDENT
+def test_each_result_records_the_command_that_makes_it_again():
+    suite = load_suite()
+    out = os.path.join(ROOT, "benchmarks", "x")
+    worker = ["--worker", "wh2009", "1", "--restarts", "32", "--config", '{"effort": 4}',
+              "--data-root", suite.DEFAULT_ROOT, "--out", out]  # fmt: skip
+    command = suite.reproducing_command(suite.parse_args(worker), "wh2009", "torch", 1)
+    assert command == (
+        "python benchmarks/sysid_suite.py --backend torch --benchmarks wh2009 --seeds 1 "
+        "--restarts 32 --config '{\"effort\": 4}' --out benchmarks/x"
+    )
+    # Defaults are left out; a data folder outside the project stays as given.
+    defaults = suite.parse_args(["--worker", "emps", "0", "--data-root", "/elsewhere/data"])
+    assert suite.reproducing_command(defaults, "emps", "jax", 0) == (
+        "python benchmarks/sysid_suite.py --backend jax --benchmarks emps --seeds 0 "
+        "--data-root /elsewhere/data"
+    )
+    # Zoo plants are generated, so no data folder is named for them.
+    zoo = suite.parse_args(["--worker", "zoo:duffing", "0", "--data-root", "/elsewhere/data"])
+    assert "--data-root" not in suite.reproducing_command(zoo, "zoo:duffing", "jax", 0)
