@@ -34,10 +34,9 @@ Import these names from ``keras_mgu.datasets``; the modules they live in:
 * ``plants``: the zoo's plants, their parameters and noise-free simulators
   (:class:`DuffingParameters`, :func:`simulate_duffing`, ...).
 * ``zoo``: :data:`ZOO`, :class:`ZooPlant` and :func:`zoo_plant`.
-* ``files``: :func:`load_csv_records` and the CSV table readers.
-* ``loaders``: :func:`load_record`, by suffix, over ``tables`` (column
-  selection and checks), ``text_files`` (delimited text) and ``array_files``
-  (``.mat``, ``.npz``).
+* ``loaders``: :func:`load_record`, by suffix, and :func:`load_csv_records`,
+  over ``tables`` (column selection and checks), ``text_files`` (delimited
+  text; also the benchmarks' files) and ``array_files`` (``.mat``, ``.npz``).
 * ``benchmarks``: :func:`load_cascaded_tanks`, :func:`load_wh2009`,
   :func:`load_emps`, :func:`load_benchmark` and
   :func:`load_nonlinear_benchmark`.
@@ -55,8 +54,7 @@ from keras_mgu.datasets.benchmarks import (
     load_nonlinear_benchmark,
     load_wh2009,
 )
-from keras_mgu.datasets.files import load_csv_records
-from keras_mgu.datasets.loaders import load_record
+from keras_mgu.datasets.loaders import load_csv_records, load_record
 from keras_mgu.datasets.plants import (
     BoucWenParameters,
     DuffingParameters,

@@ -17,7 +17,6 @@ Every loader attaches the benchmark's :class:`~keras_mgu.datasets.Protocol`
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import math
 import os
@@ -26,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from keras_mgu.datasets.files import _column_index, _numeric_columns, _read_table
 from keras_mgu.datasets.protocols import PROTOCOLS, Protocol, dataset_key
 from keras_mgu.datasets.records import Record, SysIdData
+from keras_mgu.datasets.text_files import read_text_table
 
 __all__ = [
     "CASCADED_TANKS_FILE",
@@ -83,26 +82,13 @@ def load_cascaded_tanks(path: str | os.PathLike, validation_fraction: float = 0.
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: a column is missing, a value is malformed, the columns have
-            different lengths or ``Ts`` is missing or not positive.
+        ValueError: a column is missing, a value is not a finite number, a row
+            has another number of cells than the header, or ``Ts`` is missing
+            or not positive (file, line and column named).
     """
     path = _file_in(path, CASCADED_TANKS_FILE)
-    header, rows = _read_table(path)
-    data = _numeric_columns(header, rows, ["uEst", "yEst", "uVal", "yVal"], path)
-    ts_idx = _column_index(header, "Ts", path)
-    line, first = rows[0]
-    ts_cell = first[ts_idx] if ts_idx < len(first) else ""
-    try:
-        ts = float(ts_cell)
-    except ValueError:
-        raise ValueError(
-            f"The sampling period 'Ts' of {path!r} must be a number in the first data row "
-            f"(line {line}); found {ts_cell!r}."
-        ) from None
-    if not (math.isfinite(ts) and ts > 0):
-        raise ValueError(
-            f"The sampling period 'Ts' of {path!r} must be positive; found {ts_cell!r}."
-        )
+    data, first = _columns(path, ["uEst", "yEst", "uVal", "yVal"], first_row=["Ts"])
+    ts = _positive_cell(first["Ts"], "The sampling period 'Ts'", path)
     names = {"input_names": ("u",), "output_names": ("y",)}
     full = Record(data[:, 0:1], data[:, 1:2], ts, name="cascaded_tanks/estimation", **names)
     estimation, validation = _split_estimation(full, validation_fraction, "cascaded_tanks")
@@ -110,71 +96,24 @@ def load_cascaded_tanks(path: str | os.PathLike, validation_fraction: float = 0.
     return SysIdData(estimation, validation, test, protocol=PROTOCOLS["cascaded_tanks"])
 
 
-# --------------------------------------------------------------------------- fast CSV columns
+# --------------------------------------------------------------------------- columns by name
 
 
-def _csv_head(path: str) -> tuple[list[str], list[str], int]:
-    """Header cells, first data row cells and the number of lines up to the header."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"No such data file: {path!r}.")
-    header, first, n_lines = None, None, 0
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        for line in f:
-            if not line.strip():
-                n_lines += header is None
-                continue
-            cells = [c.strip() for c in next(csv.reader([line]))]
-            if header is None:
-                header, n_lines = cells, n_lines + 1
-            else:
-                first = cells
-                break
-    if header is None:
-        raise ValueError(f"The CSV file {path!r} is empty (expected a header row).")
-    if first is None:
-        raise ValueError(f"The CSV file {path!r} has a header but no data rows.")
-    return header, first, n_lines
-
-
-def _fast_columns(
+def _columns(
     path: str, columns: Sequence[str], first_row: Sequence[str] = ()
 ) -> tuple[np.ndarray, dict[str, str]]:
-    """Named columns of a large CSV file, read with ``np.loadtxt``.
+    """Named columns of a benchmark's text file (:func:`read_text_table`).
 
-    Returns the ``(N, len(columns))`` float64 array (blank lines skipped) and
-    the first data row's cells of the ``first_row`` columns (for values, such
-    as a sampling rate, given in the first row only). Every value of
-    ``columns`` must be a finite number.
+    Returns the ``(N, len(columns))`` float64 array and the first data row's
+    cells of the ``first_row`` columns (values, such as a sampling rate, that
+    the file gives in its first row only). Every value of ``columns`` must be
+    a finite number; errors name the file, line and column.
     """
-    header, first, n_lines = _csv_head(path)
-    indices = [_column_index(header, column, path) for column in columns]
-    cells = {}
-    for column in first_row:
-        i = _column_index(header, column, path)
-        cells[column] = first[i] if i < len(first) else ""
-    try:
-        data = np.loadtxt(
-            path, delimiter=",", skiprows=n_lines, usecols=indices, ndmin=2, encoding="utf-8-sig"
-        )
-    except ValueError as err:
-        raise ValueError(
-            f"Columns {list(columns)} of {path!r} must hold a number in every row: {err}"
-        ) from None
-    bad = ~np.isfinite(data)
-    if bad.any():
-        row, col = (int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(
-            f"Non-finite value {data[row, col]} in column {columns[col]!r} of {path!r} at "
-            f"sample {row} ({int(bad.sum())} non-finite values in all); expected finite numbers."
-        )
-    return data, cells
-
-
-# --------------------------------------------------------------------------- Wiener-Hammerstein
-
-WH2009_FILE = "WienerHammerBenchmark.csv"
-_WH_ESTIMATION = (5200, 105200)  # samples of the estimation record (protocol "wh2009")
-_WH_TEST = (105200, 184000)  # samples of the test record
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"No such data file: {path!r}.")
+    table = read_text_table(path)
+    data = np.stack([table.values(table.index(c)) for c in columns], axis=1)
+    return data, {c: table.first_cell(table.index(c))[1] for c in first_row}
 
 
 def _positive_cell(cell: str, what: str, path: str) -> float:
@@ -187,6 +126,13 @@ def _positive_cell(cell: str, what: str, path: str) -> float:
             f"{what} of {path!r} must be a positive number in the first data row; found {cell!r}."
         )
     return value
+
+
+# --------------------------------------------------------------------------- Wiener-Hammerstein
+
+WH2009_FILE = "WienerHammerBenchmark.csv"
+_WH_ESTIMATION = (5200, 105200)  # samples of the estimation record (protocol "wh2009")
+_WH_TEST = (105200, 184000)  # samples of the test record
 
 
 def load_wh2009(path: str | os.PathLike, validation_fraction: float = 0.2) -> SysIdData:
@@ -216,7 +162,7 @@ def load_wh2009(path: str | os.PathLike, validation_fraction: float = 0.2) -> Sy
             184,000 samples.
     """
     path = _file_in(path, WH2009_FILE)
-    data, first = _fast_columns(path, ["uBenchMark", "yBenchMark"], first_row=["fs"])
+    data, first = _columns(path, ["uBenchMark", "yBenchMark"], first_row=["fs"])
     fs = _positive_cell(first["fs"], "The sampling rate 'fs'", path)
     if data.shape[0] < _WH_TEST[1]:
         raise ValueError(
@@ -240,7 +186,7 @@ _EMPS_TS_TOLERANCE = 0.01  # largest relative deviation of a time step from the 
 
 def _emps_record(path: str, name: str) -> Record:
     """``u = vir`` (N) and ``y = qm`` (m) of one EMPS file, ``ts`` from its ``t`` column."""
-    data, _ = _fast_columns(path, ["t", "vir", "qm"])
+    data, _ = _columns(path, ["t", "vir", "qm"])
     if data.shape[0] < 2:
         raise ValueError(
             f"{path!r} has {data.shape[0]} sample(s); at least 2 are needed to find the "

@@ -20,7 +20,7 @@ from keras_mgu.datasets.records import Record
 from keras_mgu.datasets.tables import Table, record_from_table
 from keras_mgu.datasets.text_files import read_text_table
 
-__all__ = ["READERS", "load_record", "read_table"]
+__all__ = ["READERS", "load_csv_records", "load_record", "read_table"]
 
 #: File suffix (lower case) -> reader of its columns.
 READERS: dict[str, Callable[[str], Table]] = {
@@ -86,3 +86,27 @@ def load_record(
     """
     table = read_table(path)
     return record_from_table(table, inputs, outputs, ts=ts, columns=columns, name=name)
+
+
+def load_csv_records(
+    path: str | os.PathLike,
+    inputs: Sequence[str],
+    outputs: Sequence[str],
+    ts: float = 1.0,
+    name: str | None = None,
+) -> Record:
+    """A :class:`Record` from a delimited text file with a header row, whatever its suffix.
+
+    :func:`load_record` for text files (same reader, checks and messages):
+    ``inputs`` and ``outputs`` name the header's columns that form ``u``
+    ``(N, len(inputs))`` and ``y`` ``(N, len(outputs))``; other columns are
+    ignored.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: see :func:`load_record`.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"No such data file: {path!r}.")
+    return record_from_table(read_text_table(path), inputs, outputs, ts=ts, name=name)

@@ -66,7 +66,7 @@ def test_load_cascaded_tanks_malformed(tmp_path):
     with pytest.raises(ValueError, match="'Ts'.*positive"):
         load_cascaded_tanks(write_file(tmp_path / "b.csv", bad_ts))
     no_col = text.replace('"yVal"', '"yTest"')
-    with pytest.raises(ValueError, match="'yVal' not found"):
+    with pytest.raises(ValueError, match="no column 'yVal'"):
         load_cascaded_tanks(write_file(tmp_path / "c.csv", no_col))
     with pytest.raises(FileNotFoundError):
         load_cascaded_tanks(tmp_path / "missing")
@@ -145,14 +145,26 @@ def test_load_wh2009_sampling_rate_from_file(tmp_path, wh_file):
 @pytest.mark.parametrize(
     "edit, error, match",
     [
-        (lambda t: t.replace('"yBenchMark"', '"yBench"'), ValueError, "'yBenchMark' not found"),
-        (lambda t: t.replace('"fs",', '"Fs",'), ValueError, "'fs' not found"),
+        (lambda t: t.replace('"yBenchMark"', '"yBench"'), ValueError, "no column 'yBenchMark'"),
+        (lambda t: t.replace('"fs",', '"Fs",'), ValueError, "no column 'fs'"),
         (lambda t: t.replace(",1,51200,", ",1,,", 1), ValueError, "'fs'.*positive.*first"),
         (lambda t: t.replace(",1,51200,", ",1,-3,", 1), ValueError, "'fs'.*positive"),
-        (lambda t: t.replace("\n7,15,,", "\nnan,15,,"), ValueError, "Non-finite.*'uBenchMark'.*7"),
-        (lambda t: t.replace("\n9,19,,", "\n9,abc,,"), ValueError, "number in every row.*abc"),
-        (lambda t: t.replace("\n9,19,,", "\n9,,,"), ValueError, "number in every row"),
-        (lambda t: _WH_HEADER, ValueError, "header but no data rows"),
+        (
+            lambda t: t.replace("\n7,15,,", "\nnan,15,,"),
+            ValueError,
+            "line 9, column 'uBenchMark': 'nan' is not a finite",
+        ),
+        (
+            lambda t: t.replace("\n9,19,,", "\n9,abc,,"),
+            ValueError,
+            "line 11, column 'yBenchMark': 'abc' is not a number",
+        ),
+        (
+            lambda t: t.replace("\n9,19,,", "\n9,,,"),
+            ValueError,
+            "line 11, column 'yBenchMark': empty cell",
+        ),
+        (lambda t: _WH_HEADER, ValueError, "header row.*but no data rows"),
         (lambda t: "", ValueError, "empty"),
         (lambda t: t, ValueError, "1000 samples.*at least 184000.*105200:184000"),
     ],
@@ -244,12 +256,16 @@ def test_load_emps_errors(tmp_path):
 
     folder = _write_emps(tmp_path / "b")
     _edit_file(os.path.join(folder, "DATA_EMPS.csv"), "t,vir,qm,qg", "t,vir,q,qg")
-    with pytest.raises(ValueError, match="'qm' not found.*'qg'"):
+    with pytest.raises(
+        ValueError, match="no column 'qm'; available columns: 't', 'vir', 'q', 'qg'"
+    ):
         load_emps(folder)
 
     folder = _write_emps(tmp_path / "c")
     _edit_file(os.path.join(folder, "DATA_EMPS_PULSES.csv"), "\n0.003,-3,", "\n0.003,nan,")
-    with pytest.raises(ValueError, match="Non-finite.*'vir'.*DATA_EMPS_PULSES.csv.*sample 3"):
+    with pytest.raises(
+        ValueError, match="DATA_EMPS_PULSES.csv, line 5, column 'vir': 'nan' is not a finite"
+    ):
         load_emps(folder)
 
     with pytest.raises(ValueError, match="sampling periods.*differ"):
