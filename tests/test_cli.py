@@ -389,6 +389,13 @@ def test_tune_prints_the_trials_and_writes_table_and_plot(tmp_path, capsys):
     assert "| trial | units | validation RMSE |" in out
     assert last_line_rmse(out) == pytest.approx(summary["test_rmse"]["all"], rel=1e-3)
     assert (tmp_path / "trials.png").read_bytes()[:4] == b"\x89PNG"
+    # The best trial's model is a file that loads and simulates as the search scored it.
+    model_file = tmp_path / "best.kmgu"
+    assert summary["model_file"] == str(model_file) and f"model file: {model_file}" in out
+    loaded = sysid.load(model_file)
+    assert loaded.config.units == tuple(best["units"])
+    test = datasets.simulate_cascaded_tanks(n_samples=256, seed=0).test
+    assert loaded.score(test) == pytest.approx(summary["test_rmse"]["all"], rel=1e-6)
 
 
 @pytest.mark.parametrize(

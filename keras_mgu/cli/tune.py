@@ -4,7 +4,9 @@ It takes the data and recipe options of ``identify`` (the recipe options
 fix the settings the search leaves), runs the trials with KerasTuner (in
 ``--workers`` local processes at once), prints a table of the trials, and
 writes ``trials.json`` (the table, the best settings and the best model's
-test scores) and ``trials.png`` (validation RMSE per trial) into ``--out``.
+test scores), ``trials.png`` (validation RMSE per trial) and ``best.kmgu``
+(the model of the best trial, for ``keras-mgu simulate`` and ``export`` or
+``keras_mgu.sysid.load``) into ``--out``.
 The choice is made on validation; the test record is scored once, for the
 chosen model. The last line printed is 'test RMSE: <value>'.
 """
@@ -91,12 +93,15 @@ def run_command(args: argparse.Namespace) -> int:
         "benchmark": result.best.score(data.test, "benchmark", n_initial=n_initial),
     }
     os.makedirs(args.out, exist_ok=True)
+    model_file = _identify.save_model_file(result.best, "best", args.out)
     summary = {"best_settings": _jsonable(result.best_settings), "test_rmse": test,
-               "n_initial": n_initial, "trials": _jsonable(result.table)}  # fmt: skip
+               "n_initial": n_initial, "model_file": model_file,
+               "trials": _jsonable(result.table)}  # fmt: skip
     with open(os.path.join(args.out, "trials.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=1)
     print(plotting.plot_trials(result.table, os.path.join(args.out, "trials.png")))
     print(f"best settings (chosen on validation): {result.best_settings}")
+    print(f"model file: {model_file}")
     print(f"test RMSE (benchmark, n={n_initial}): {test['benchmark']:.6g}")
     print(f"test RMSE: {test['all']:.6g}", flush=True)
     return 0
