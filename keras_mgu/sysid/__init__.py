@@ -18,11 +18,12 @@
 * :mod:`~keras_mgu.sysid.tuning`: :func:`tune`, searches of the recipe's
   settings with KerasTuner, locally and across machines.
 * :mod:`~keras_mgu.sysid.identification`: :class:`Identification`, the
-  result: simulation from a learned or estimated initial state.
+  result: simulation from a learned or estimated initial state; its
+  :meth:`~Identification.save` and :func:`load`.
 * :mod:`~keras_mgu.sysid.signals`: :class:`SignalPath`, physical signals to
   the network's and back (standardisation, the linear model's residual).
-* :mod:`~keras_mgu.sysid.saving`: model files, :meth:`Identification.save`
-  and :func:`load`.
+* :mod:`~keras_mgu.sysid.saving`: the model file's format (``.kmgu``),
+  written and read for :meth:`Identification.save` and :func:`load`.
 * :mod:`~keras_mgu.sysid.state`: the state of a new experiment from its first
   measured samples.
 * :mod:`~keras_mgu.sysid.scoring`: :func:`score` and :func:`rmse` under the
@@ -39,12 +40,12 @@ Example::
 """
 
 from keras_mgu.sysid.config import RecipeConfig
-from keras_mgu.sysid.identification import Identification
+from keras_mgu.sysid.identification import Identification, load
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.model import LearnedInitialState, build_simulator
 from keras_mgu.sysid.population import PlannedRun, population_groups, train_population
 from keras_mgu.sysid.recipe import RunResult, Structure, identify, structures, train_simulator
-from keras_mgu.sysid.saving import ModelFileError, load
+from keras_mgu.sysid.saving import ModelFileError
 from keras_mgu.sysid.scoring import CONVENTIONS, rmse, score
 from keras_mgu.sysid.selection import SELECTION_RULES, greedy_ensemble
 from keras_mgu.sysid.signals import SignalPath

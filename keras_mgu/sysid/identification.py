@@ -18,6 +18,7 @@ import keras
 import numpy as np
 
 from keras_mgu.datasets import Normalizer, Protocol, Record
+from keras_mgu.sysid import saving
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.scoring import score
 from keras_mgu.sysid.selection import error_rmse
@@ -159,14 +160,12 @@ class Identification:
     def save(self, filepath: str | os.PathLike) -> str:
         """Write this identification to one model file (``.kmgu``); returns its path.
 
-        See :func:`keras_mgu.sysid.saving.save`: every run, its network, signal
+        See :mod:`keras_mgu.sysid.saving`: every run, its network, signal
         path and settings, the record's names and protocol; written to a
         temporary file in the same folder and renamed, so an earlier file at
         ``filepath`` survives a failed save.
         """
-        from keras_mgu.sysid.saving import save
-
-        return save(self, filepath)
+        return saving.write_model_file(self, filepath)
 
     def run_alone(self, k: int) -> Identification:
         """This identification with run ``k`` alone kept."""
@@ -185,6 +184,21 @@ class Identification:
         n = n_initial or self.n_initial or 50
         y_sim = self.simulate(record.u, record.y[:n])
         return score(record.y, y_sim, "benchmark", n)
+
+
+def load(filepath: str | os.PathLike) -> Identification:
+    """The :class:`Identification` saved in ``filepath`` (a ``.kmgu`` model file).
+
+    Loads on any Keras backend. The runs have no early-stopping history
+    (``RunResult.stopper`` is None); everything else is as saved.
+
+    Raises:
+        FileNotFoundError: no file at ``filepath``.
+        ModelFileError: (a ``ValueError``) not a keras-mgu model file (a
+            plain zip archive, a ``.keras`` model, anything else), a truncated
+            or corrupted one, or one of a newer format version.
+    """
+    return Identification(**saving.read_model_file(filepath))
 
 
 @dataclasses.dataclass

@@ -1,4 +1,9 @@
-"""Model files: an :class:`~keras_mgu.sysid.Identification` saved as one ``.kmgu`` file.
+"""Model files: the format of an :class:`~keras_mgu.sysid.Identification` saved as a ``.kmgu`` file.
+
+This module knows the file, not the class: :func:`write_model_file` takes any
+object with an identification's fields and :func:`read_model_file` returns
+them as a dict; :meth:`Identification.save` and :func:`keras_mgu.sysid.load`
+(in :mod:`~keras_mgu.sysid.identification`) are the public ends.
 
 A model file is a zip archive (suffix :data:`SUFFIX`) holding:
 
@@ -23,9 +28,9 @@ the networks are float32 Keras models and the rest is JSON and NumPy arrays.
 What is not saved: the runs' early stopping and training history
 (``RunResult.stopper`` is None after loading).
 
-:func:`save` writes a temporary file in the target's folder and renames it
-over the target, so an earlier file survives a save that fails. :func:`load`
-refuses a file that is not a model file (a plain zip archive, a ``.keras``
+:func:`write_model_file` writes a temporary file in the target's folder and
+renames it over the target, so an earlier file survives a save that fails.
+:func:`read_model_file` refuses a file that is not a model file (a plain zip archive, a ``.keras``
 model), a truncated or corrupted one, and one of a newer format version, each
 with a :class:`ModelFileError` that says which.
 """
@@ -49,11 +54,18 @@ from keras_mgu._atomic import write_atomically
 from keras_mgu._version import __version__
 from keras_mgu.datasets import Normalizer, Protocol
 from keras_mgu.sysid.config import RecipeConfig
-from keras_mgu.sysid.identification import Identification
 from keras_mgu.sysid.linear import LinearModel
+from keras_mgu.sysid.run import RunResult
 from keras_mgu.sysid.signals import SignalPath
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "SUFFIX", "ModelFileError", "load", "save"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "SUFFIX",
+    "ModelFileError",
+    "read_model_file",
+    "write_model_file",
+]
 
 #: The suggested suffix of model files.
 SUFFIX = ".kmgu"
@@ -67,15 +79,13 @@ class ModelFileError(ValueError):
 
 
 # ------------------------------------------------------------------------------------- saving
-def save(found: Identification, filepath: str | os.PathLike) -> str:
-    """Write ``found`` to ``filepath`` (one zip archive); returns the path written.
+def write_model_file(found: Any, filepath: str | os.PathLike) -> str:
+    """Write the identification ``found`` to ``filepath`` (one zip archive); returns the path.
 
     The archive is written to a temporary file in the same folder, flushed to
     disk and renamed over ``filepath``: a save that fails leaves an earlier
     file at ``filepath`` as it was, and no temporary file behind.
     """
-    if not isinstance(found, Identification):
-        raise TypeError(f"save() expects a keras_mgu.sysid.Identification; got {type(found)}.")
     if any(run.path is None or run.config is None for run in found.runs):
         raise ValueError(
             "Every run to save needs its signal path and settings (`path`, `config`), as the "
@@ -93,7 +103,7 @@ def save(found: Identification, filepath: str | os.PathLike) -> str:
     return filepath
 
 
-def _write_archive(found: Identification, f: io.IOBase) -> None:
+def _write_archive(found: Any, f: io.IOBase) -> None:
     manifest, arrays = _manifest(found), _arrays(found)
     with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(MANIFEST, json.dumps(manifest, indent=1))
@@ -121,7 +131,7 @@ def network_bytes(model: Any) -> bytes:
             return f.read()
 
 
-def _manifest(found: Identification) -> dict:
+def _manifest(found: Any) -> dict:
     import keras
 
     return {
@@ -165,7 +175,7 @@ def _run_entry(run: Any, k: int) -> dict:
     }
 
 
-def _arrays(found: Identification) -> dict[str, np.ndarray]:
+def _arrays(found: Any) -> dict[str, np.ndarray]:
     arrays = {}
     if found.start is not None:
         arrays["start_u"], arrays["start_y"] = (np.asarray(a) for a in found.start)
@@ -187,10 +197,10 @@ def _json_float(value: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------------ loading
-def load(filepath: str | os.PathLike) -> Identification:
-    """The :class:`~keras_mgu.sysid.Identification` saved in ``filepath``.
+def read_model_file(filepath: str | os.PathLike) -> dict[str, Any]:
+    """The fields of the :class:`~keras_mgu.sysid.Identification` saved in ``filepath``.
 
-    Loads on any Keras backend. The runs have no early-stopping history
+    Reads on any Keras backend. The runs have no early-stopping history
     (``RunResult.stopper`` is None); everything else is as saved.
 
     Raises:
@@ -205,7 +215,7 @@ def load(filepath: str | os.PathLike) -> Identification:
     try:
         with zipfile.ZipFile(filepath) as archive:
             manifest = _read_manifest(archive, filepath)
-            return _identification(archive, manifest)
+            return _fields(archive, manifest)
     except (zipfile.BadZipFile, zlib.error) as err:
         raise ModelFileError(
             f"{filepath!r} is not a keras-mgu model file, or it is truncated or corrupted "
@@ -249,16 +259,16 @@ def _read_manifest(archive: zipfile.ZipFile, filepath: str) -> dict:
     return manifest
 
 
-def _identification(archive: zipfile.ZipFile, manifest: dict) -> Identification:
+def _fields(archive: zipfile.ZipFile, manifest: dict) -> dict[str, Any]:
     with np.load(io.BytesIO(archive.read(ARRAYS)), allow_pickle=False) as npz:
         arrays = {name: npz[name] for name in npz.files}
     runs = [_run(archive, entry, k, arrays) for k, entry in enumerate(manifest["runs"])]
     start = (arrays["start_u"], arrays["start_y"]) if manifest["has_start"] else None
     protocol = manifest["protocol"]
     table = [{k: _from_json(v) for k, v in row.items()} for row in manifest["linear_table"]]
-    return Identification(
-        runs,
-        int(manifest["best"]),
+    return dict(
+        runs=runs,
+        best=int(manifest["best"]),
         n_initial=manifest["n_initial"],
         start=start,
         linear_table=table,
@@ -274,9 +284,7 @@ def _identification(archive: zipfile.ZipFile, manifest: dict) -> Identification:
     )
 
 
-def _run(archive: zipfile.ZipFile, entry: dict, k: int, arrays: dict) -> Any:
-    from keras_mgu.sysid.run import RunResult
-
+def _run(archive: zipfile.ZipFile, entry: dict, k: int, arrays: dict) -> RunResult:
     linear = None
     if entry["has_linear"]:
         linear = LinearModel(*(arrays[f"run{k}_linear_{name}"] for name in ("a", "b", "c")))

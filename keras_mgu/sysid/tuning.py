@@ -265,7 +265,7 @@ def _save_found(found: Identification, trial_dir: str) -> None:
 
 def _load_found(trial_dir: str) -> Identification | None:
     """The Identification a trial of this search saved in ``trial_dir``; ``None`` if absent."""
-    from keras_mgu.sysid.saving import load
+    from keras_mgu.sysid.identification import load
 
     path = os.path.join(trial_dir, FOUND_FILE)
     return load(path) if os.path.exists(path) else None
