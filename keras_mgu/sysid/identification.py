@@ -189,14 +189,8 @@ class Identification:
 def load(filepath: str | os.PathLike) -> Identification:
     """The :class:`Identification` saved in ``filepath`` (a ``.kmgu`` model file).
 
-    Loads on any Keras backend. The runs have no early-stopping history
-    (``RunResult.stopper`` is None); everything else is as saved.
-
-    Raises:
-        FileNotFoundError: no file at ``filepath``.
-        ModelFileError: (a ``ValueError``) not a keras-mgu model file (a
-            plain zip archive, a ``.keras`` model, anything else), a truncated
-            or corrupted one, or one of a newer format version.
+    What is kept and what is refused (with a ``ModelFileError``, a
+    ``ValueError``): :func:`keras_mgu.sysid.saving.read_model_file`.
     """
     return Identification(**saving.read_model_file(filepath))
 
