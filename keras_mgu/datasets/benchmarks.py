@@ -109,11 +109,9 @@ def _columns(
     the file gives in its first row only). Every value of ``columns`` must be
     a finite number; errors name the file, line and column.
     """
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"No such data file: {path!r}.")
     table = read_text_table(path)
     data = np.stack([table.values(table.index(c)) for c in columns], axis=1)
-    return data, {c: table.first_cell(table.index(c))[1] for c in first_row}
+    return data, {c: table.first_cell(table.index(c)) for c in first_row}
 
 
 def _positive_cell(cell: str, what: str, path: str) -> float:

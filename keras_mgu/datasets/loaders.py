@@ -106,7 +106,4 @@ def load_csv_records(
         FileNotFoundError: no such file.
         ValueError: see :func:`load_record`.
     """
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"No such data file: {path!r}.")
-    return record_from_table(read_text_table(path), inputs, outputs, ts=ts, name=name)
+    return record_from_table(read_text_table(os.fspath(path)), inputs, outputs, ts=ts, name=name)

@@ -18,6 +18,7 @@ import contextlib
 import csv
 import gc
 import math
+import os
 import re
 
 import numpy as np
@@ -68,20 +69,17 @@ class TextTable(Table):
         """Column ``index`` as float64 ``(N,)``; converted at once, cell by cell only to
         name the line of a bad value."""
         try:
-            with _collector_paused():
-                column = [cells[index] for _, cells in self.rows]
-            out = np.array(column).astype(np.float64)
+            out = np.array([cells[index] for _, cells in self.rows]).astype(np.float64)
         except ValueError:
             out = None
         if out is not None and np.isfinite(out).all():
             return out
         return np.array([self._number(cells[index], line, index) for line, cells in self.rows])
 
-    def first_cell(self, index: int) -> tuple[int, str]:
-        """Line number and cell of column ``index`` in the first data row (for a value, such
-        as a sampling period, that a file gives once)."""
-        line, cells = self.rows[0]
-        return line, cells[index].strip()
+    def first_cell(self, index: int) -> str:
+        """The cell of column ``index`` in the first data row (for a value, such as a
+        sampling period, that a file gives once)."""
+        return self.rows[0][1][index].strip()
 
     def _number(self, cell: str, line: int, index: int) -> float:
         cell = cell.strip()
@@ -127,15 +125,17 @@ def read_text_table(path: str) -> TextTable:
         ValueError: the file is empty, has a header but no data rows, or a row
             with another number of cells than the first (file and line named).
     """
-    with open(path, newline="", encoding="utf-8-sig") as f, _collector_paused():
-        lines = [(k, text) for k, text in enumerate(f.read().splitlines(), 1) if text.strip()]
-    if not lines:
-        raise ValueError(
-            f"{path} is empty; expected rows of numbers, one per sample, with or without a "
-            "header row."
-        )
-    delimiter = detect_delimiter(lines[0][1])
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"No such data file: {path!r}.")
     with _collector_paused():
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            lines = [(k, t) for k, t in enumerate(f.read().splitlines(), 1) if t.strip()]
+        if not lines:
+            raise ValueError(
+                f"{path} is empty; expected rows of numbers, one per sample, with or without "
+                "a header row."
+            )
+        delimiter = detect_delimiter(lines[0][1])
         split = _split([text for _, text in lines], delimiter)
         rows = list(zip([k for k, _ in lines], split))
     if len(split) != len(lines):
