@@ -26,8 +26,12 @@
   written and read for :meth:`Identification.save` and :func:`load`.
 * :mod:`~keras_mgu.sysid.state`: the state of a new experiment from its first
   measured samples.
+* :mod:`~keras_mgu.sysid.prediction`: one run's simulation and its k-step-ahead
+  prediction (:meth:`Identification.predict`).
 * :mod:`~keras_mgu.sysid.scoring`: :func:`score` and :func:`rmse` under the
-  ``"all"`` and ``"benchmark"`` conventions.
+  ``"all"`` and ``"benchmark"`` conventions, and :func:`fit_percent`.
+* :mod:`~keras_mgu.sysid.residuals`: :func:`residual_analysis`, the residual's
+  autocorrelation and cross-correlation with the inputs, with their band.
 
 Example::
 
@@ -37,6 +41,8 @@ Example::
     result = sysid.identify(data, restarts=3)
     y_sim = result.simulate(data.test.u, y_initial=data.test.y[:5])
     print(result.score(data.test), result.score(data.test, "benchmark"))
+    y_5 = result.predict(data.test.u, data.test.y, steps_ahead=5)  # 5-step-ahead
+    print(sysid.fit_percent(data.test.y, y_sim))
 """
 
 from keras_mgu.sysid.config import RecipeConfig
@@ -45,8 +51,9 @@ from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.model import LearnedInitialState, build_simulator
 from keras_mgu.sysid.population import PlannedRun, population_groups, train_population
 from keras_mgu.sysid.recipe import RunResult, Structure, identify, structures, train_simulator
+from keras_mgu.sysid.residuals import ResidualAnalysis, residual_analysis
 from keras_mgu.sysid.saving import ModelFileError
-from keras_mgu.sysid.scoring import CONVENTIONS, rmse, score
+from keras_mgu.sysid.scoring import CONVENTIONS, fit_percent, rmse, score
 from keras_mgu.sysid.selection import SELECTION_RULES, greedy_ensemble
 from keras_mgu.sysid.signals import SignalPath
 from keras_mgu.sysid.state import fit_initial_state
@@ -62,6 +69,7 @@ __all__ = [
     "ModelFileError",
     "PlannedRun",
     "RecipeConfig",
+    "ResidualAnalysis",
     "RunResult",
     "SELECTION_RULES",
     "SignalPath",
@@ -71,10 +79,12 @@ __all__ = [
     "build_simulator",
     "check_space",
     "fit_initial_state",
+    "fit_percent",
     "greedy_ensemble",
     "identify",
     "load",
     "population_groups",
+    "residual_analysis",
     "rmse",
     "score",
     "select_linear_model",

@@ -20,12 +20,15 @@ import numpy as np
 from keras_mgu.datasets import Normalizer, Protocol, Record
 from keras_mgu.sysid import saving
 from keras_mgu.sysid.config import RecipeConfig
+from keras_mgu.sysid.prediction import RunSimulator
 from keras_mgu.sysid.scoring import score
 from keras_mgu.sysid.selection import error_rmse
 from keras_mgu.sysid.signals import SignalPath
-from keras_mgu.sysid.state import encoder_history, fit_initial_state
 
-__all__ = ["Identification"]
+__all__ = ["BENCHMARK_N_INITIAL", "Identification"]
+
+#: Measured samples that set the state when neither the caller nor the protocol says.
+BENCHMARK_N_INITIAL = 50
 
 
 def _check_signal(name: str, value: Any, channels: int) -> np.ndarray:
@@ -131,8 +134,56 @@ class Identification:
                     f"(fewer than the {len(u)} samples of `u`, so that some are left to simulate)."
                 )
         counts = collections.Counter(self.members or (self.best,))
-        sims = [_RunSimulator(self.runs[k], self.start).simulate(u, y_initial) for k in counts]
+        sims = [RunSimulator(self.runs[k], self.start).simulate(u, y_initial) for k in counts]
         return np.average(sims, axis=0, weights=list(counts.values()))
+
+    def predict(
+        self, u: Any, y: Any, steps_ahead: int = 1, n_initial: int | None = None
+    ) -> np.ndarray:
+        """The ``steps_ahead``-step-ahead prediction ``(N, n_outputs)`` of a measured experiment.
+
+        Sample ``t`` is predicted from the state the ``n`` measured samples
+        before ``s = max(n, t - k + 1)`` give (as :meth:`simulate` sets it
+        from ``y_initial``), then ``t - s + 1 <= k`` steps run free on the
+        inputs: ``y_pred[t] = simulate(u[s-n : t+1], y[s-n : s])[-1]``. The
+        first ``n`` rows are ``y`` itself. ``k = 1``: one step ahead; ``k >=
+        N - n``: the simulation from the first ``n`` samples. How each
+        window's state is found, and the cost: :mod:`~keras_mgu.sysid.prediction`.
+
+        Args:
+            u, y: The experiment's inputs ``(N, n_inputs)`` and measured
+                outputs ``(N, n_outputs)``, physical units.
+            steps_ahead: ``k >= 1``.
+            n_initial: ``n``, the measured samples that set each state
+                (``1 <= n < N``; default as :meth:`score`'s ``"benchmark"``:
+                the data's protocol ``n``, else 50).
+        """
+        outer = self.path.outer
+        u = _check_signal("u", u, len(outer.u_mean))
+        y = _check_signal("y", y, len(outer.y_mean))
+        if len(y) != len(u):
+            raise ValueError(f"`u` has {len(u)} samples and `y` {len(y)}; give the same number.")
+        if isinstance(steps_ahead, bool) or not isinstance(steps_ahead, (int, np.integer)):
+            raise ValueError(f"`steps_ahead` must be an integer >= 1; received {steps_ahead!r}.")
+        if steps_ahead < 1:
+            raise ValueError(f"`steps_ahead` must be an integer >= 1; received {steps_ahead}.")
+        n = self.resolve_n_initial(n_initial)
+        if not 1 <= n < len(u):
+            raise ValueError(
+                f"`n_initial` must be in [1, N={len(u)}) to leave samples to predict; received {n}."
+            )
+        counts = collections.Counter(self.members or (self.best,))
+        preds = [
+            RunSimulator(self.runs[k], self.start).predict(u, y, int(steps_ahead), n)
+            for k in counts
+        ]
+        return np.average(preds, axis=0, weights=list(counts.values()))
+
+    def resolve_n_initial(self, n_initial: int | None = None) -> int:
+        """The measured samples that set the state: ``n_initial``, the protocol's ``n``, else 50."""
+        if n_initial is not None:
+            return int(n_initial)
+        return self.n_initial or BENCHMARK_N_INITIAL
 
     def validation_error(self, data: Any) -> np.ndarray:
         """The simulation error of ``data.validation``, ``(N_scored, n_outputs)``, standardised.
@@ -177,11 +228,13 @@ class Identification:
         ``"all"``: simulated from ``u`` alone, every sample scored.
         ``"benchmark"``: the first ``n`` measured outputs set the state
         (``n``: ``n_initial``, else the data's protocol ``n``, else 50) and
-        samples ``n`` onward are scored.
+        samples ``n`` onward are scored; ``n = 0`` is the ``"all"`` score.
         """
         if convention != "benchmark":
             return score(record.y, self.simulate(record.u), convention)
-        n = n_initial or self.n_initial or 50
+        n = self.resolve_n_initial(n_initial)
+        if n == 0:  # no measured output given: the simulation from ``u`` alone
+            return score(record.y, self.simulate(record.u), "all")
         y_sim = self.simulate(record.u, record.y[:n])
         return score(record.y, y_sim, "benchmark", n)
 
@@ -193,50 +246,3 @@ def load(filepath: str | os.PathLike) -> Identification:
     ``ValueError``): :func:`keras_mgu.sysid.saving.read_model_file`.
     """
     return Identification(**saving.read_model_file(filepath))
-
-
-@dataclasses.dataclass
-class _RunSimulator:
-    """One run's simulation in physical units (checked inputs)."""
-
-    run: Any
-    start: tuple[np.ndarray, np.ndarray] | None
-
-    def simulate(self, u: np.ndarray, y_initial: np.ndarray | None) -> np.ndarray:
-        path = self.run.path
-        if y_initial is None:
-            return self._from_start(u)
-        n = len(y_initial)
-        x, y_lin = path.inputs(u, y_initial[0])
-        y_hist = path.targets(y_initial, None if y_lin is None else y_lin[:n])
-        y = path.outputs(self._network(x, y_hist), y_lin)
-        y[:n] = y_initial
-        return y
-
-    def _from_start(self, u: np.ndarray) -> np.ndarray:
-        path, config = self.run.path, self.run.config
-        y0 = self.start[1][0] if self.start is not None else np.asarray(path.outer.y_mean)
-        x, y_lin = path.inputs(u, y0)
-        if config.initial_state == "encoder":
-            u0, yh = self.start
-            xs, ys_lin = path.inputs(u0, yh[0])
-            past = encoder_history(xs, path.targets(yh, ys_lin), config.n_initial)
-            y_net = self._call([*past, x[None].astype("float32")])
-        else:
-            y_net = self._call(x[None].astype("float32"))
-        return path.outputs(y_net, y_lin)
-
-    def _network(self, x: np.ndarray, y_hist: np.ndarray) -> np.ndarray:
-        """The network's outputs ``(N, n_outputs)`` after the ``n`` given samples."""
-        n, model = len(y_hist), self.run.model
-        if self.run.config.initial_state == "encoder":
-            past = encoder_history(x[:n], y_hist, self.run.config.n_initial)
-            y_net = self._call([*past, x[None, n:].astype("float32")])
-            return np.concatenate([y_hist, y_net])
-        sim, states = fit_initial_state(model, x[:n], y_hist)
-        inputs = [x[None].astype("float32"), *(s[None] for s in states)]
-        return keras.ops.convert_to_numpy(sim(inputs, training=False))[0].astype(np.float64)
-
-    def _call(self, inputs: Any) -> np.ndarray:
-        out = self.run.model(inputs, training=False)
-        return keras.ops.convert_to_numpy(out)[0].astype(np.float64)

@@ -8,6 +8,10 @@
   The simulators here use no measured output at all (their initial state is
   learned on the estimation record), so this is the same simulation scored
   without its first ``n_initial`` samples.
+
+:func:`fit_percent` is the normalised fit of the System Identification
+Toolbox, ``100 (1 - |y - y_sim| / |y - mean(y)|)`` per output: 100 for a
+perfect simulation, 0 for one no better than the output's mean.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CONVENTIONS", "rmse", "score"]
+__all__ = ["CONVENTIONS", "fit_percent", "rmse", "score"]
 
 CONVENTIONS = ("all", "benchmark")
 
@@ -52,3 +56,31 @@ def score(y: Any, y_sim: Any, convention: str = "all", n_initial: int = 50) -> f
             f"`n_initial` must be in [0, N={n}) to leave samples to score; received {n_initial}."
         )
     return rmse(np.asarray(y)[n_initial:], np.asarray(y_sim)[n_initial:])
+
+
+def fit_percent(y: Any, y_sim: Any) -> np.ndarray:
+    """Normalised fit per output ``(n_outputs,)``, in percent.
+
+    ``fit_i = 100 (1 - ||y_i - y_sim_i|| / ||y_i - mean(y_i)||)`` over the
+    samples given (2-norms over time): 100 is a perfect simulation, 0 one no
+    better than the constant mean, negative worse than that.
+
+    Args:
+        y, y_sim: Measured and simulated outputs ``(N, n_outputs)``, same shape.
+
+    Raises:
+        ValueError: different shapes, no samples, or a constant output channel
+            (its fit is undefined).
+    """
+    y, y_sim = np.asarray(y, dtype=np.float64), np.asarray(y_sim, dtype=np.float64)
+    if y.ndim == 1:
+        y, y_sim = y[:, None], y_sim.reshape(-1, 1)
+    if y.shape != y_sim.shape or y.ndim != 2:
+        raise ValueError(f"`y` {y.shape} and `y_sim` {y_sim.shape} must both be (N, n_outputs).")
+    if len(y) == 0:
+        raise ValueError("Cannot score an empty record.")
+    spread = np.linalg.norm(y - y.mean(axis=0), axis=0)
+    if np.any(spread == 0):
+        flat = [int(i) for i in np.flatnonzero(spread == 0)]
+        raise ValueError(f"Output channel(s) {flat} are constant: the fit % is undefined there.")
+    return 100.0 * (1.0 - np.linalg.norm(y - y_sim, axis=0) / spread)

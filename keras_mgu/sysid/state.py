@@ -32,16 +32,25 @@ __all__ = ["encoder_history", "fit_initial_state", "state_model"]
 
 #: Levenberg-Marquardt trials, finite-difference step and the pull towards ``s``.
 STEPS, FD_STEP, DAMPING = 20, 1e-3, 1e-2
+#: Simulated steps (histories x (states + 1) x samples) per batched fit simulation.
+CHUNK_STEPS = 2**20
 
 
 def encoder_history(u_hist: np.ndarray, y_hist: np.ndarray, lag: int) -> tuple[np.ndarray, ...]:
-    """``(u_past (1, lag, n_inputs), y_past (1, lag, n_outputs))`` from ``n >= 1`` samples."""
-    n = len(u_hist)
+    """``(u_past (B, lag, n_inputs), y_past (B, lag, n_outputs))`` from ``n >= 1`` samples.
+
+    ``u_hist``, ``y_hist``: ``(n, channels)`` (then ``B = 1``) or ``(B, n,
+    channels)``, ``B`` experiments' histories of the same length.
+    """
+    u_hist, y_hist = np.asarray(u_hist), np.asarray(y_hist)
+    if u_hist.ndim == 2:
+        u_hist, y_hist = u_hist[None], y_hist[None]
+    n = u_hist.shape[1]
     if n < lag:
         pad = lag - n
-        u_hist = np.concatenate([np.repeat(u_hist[:1], pad, axis=0), u_hist])
-        y_hist = np.concatenate([np.repeat(y_hist[:1], pad, axis=0), y_hist])
-    as32 = lambda a: np.asarray(a[-lag:], dtype="float32")[None]  # noqa: E731
+        u_hist = np.concatenate([np.repeat(u_hist[:, :1], pad, axis=1), u_hist], axis=1)
+        y_hist = np.concatenate([np.repeat(y_hist[:, :1], pad, axis=1), y_hist], axis=1)
+    as32 = lambda a: np.asarray(a[:, -lag:], dtype="float32")  # noqa: E731
     return as32(u_hist), as32(y_hist)
 
 
@@ -93,42 +102,75 @@ def fit_initial_state(
 
     Args:
         model: A learned-state simulator (one input ``u``).
-        u_hist, y_hist: ``(n, n_inputs)`` and ``(n, n_outputs)``, standardised.
+        u_hist, y_hist: ``(n, n_inputs)`` and ``(n, n_outputs)``, standardised;
+            or ``(B, n, n_inputs)`` and ``(B, n, n_outputs)``: ``B``
+            histories, each fitted on its own (one batched simulation per
+            Levenberg-Marquardt trial, in chunks of :data:`CHUNK_STEPS`
+            simulated steps).
 
     Returns:
-        ``(m, states)`` as :func:`state_model`, the states fitted.
+        ``(m, states)`` as :func:`state_model`, the states fitted: each
+        ``(units,)``, or ``(B, units)`` for ``B`` histories.
     """
     sim, states = state_model(model)
     sizes = [len(s) for s in states]
     prior = np.concatenate(states).astype(np.float64)
-    theta = prior.copy()
-    u = np.asarray(u_hist, dtype="float32")[None]
-    target = np.asarray(y_hist, dtype=np.float64).reshape(-1)
-    lam = DAMPING * len(u_hist)
+    u = np.asarray(u_hist, dtype="float32")
+    y = np.asarray(y_hist, dtype=np.float64)
+    single = u.ndim == 2
+    if single:
+        u, y = u[None], y[None]
+    per_history = (len(prior) + 1) * u.shape[1]
+    chunk = max(1, CHUNK_STEPS // per_history)
+    theta = np.concatenate(
+        [_fit_states(sim, sizes, prior, u[i : i + chunk], y[i : i + chunk]) for i in
+         range(0, len(u), chunk)]
+    )  # fmt: skip
+    parts = np.split(theta.astype("float32"), np.cumsum(sizes)[:-1], axis=1)
+    return sim, [p[0] for p in parts] if single else parts
 
-    def outputs(thetas: np.ndarray) -> np.ndarray:
-        batch = len(thetas)
-        parts = np.split(thetas.astype("float32"), np.cumsum(sizes)[:-1], axis=1)
+
+def _fit_states(
+    sim: keras.Model, sizes: list[int], prior: np.ndarray, u: np.ndarray, y: np.ndarray
+) -> np.ndarray:
+    """Levenberg-Marquardt fit of ``B`` histories' states; ``theta`` ``(B, n_states)``.
+
+    Each history has its own damping ``mu`` and its own accepted steps.
+    """
+    batch, d = len(u), len(prior)
+    target = y.reshape(batch, -1)
+    lam = DAMPING * u.shape[1]
+    probes = np.vstack([np.zeros(d), FD_STEP * np.eye(d)])  # theta, then theta + step e_i
+
+    def outputs(rows: np.ndarray, thetas: np.ndarray) -> np.ndarray:
+        """Simulated outputs ``(len(rows), M, n * n_outputs)`` for ``thetas`` ``(rows, M, d)``."""
+        m = thetas.shape[1]
+        flat = thetas.reshape(-1, d).astype("float32")
+        parts = np.split(flat, np.cumsum(sizes)[:-1], axis=1)
         with native_inference():  # a model of its own, never exported
-            ys = sim.predict_on_batch([np.repeat(u, batch, axis=0), *parts])
-        return np.asarray(ys, dtype=np.float64).reshape(batch, -1)
+            ys = sim.predict_on_batch([np.repeat(u[rows], m, axis=0), *parts])
+        return np.asarray(ys, dtype=np.float64).reshape(len(rows), m, -1)
 
-    def cost(residual: np.ndarray, t: np.ndarray) -> float:
-        return float(residual @ residual + lam * (t - prior) @ (t - prior))
+    def cost(residual: np.ndarray, t: np.ndarray) -> np.ndarray:
+        return np.einsum("bp,bp->b", residual, residual) + lam * np.sum((t - prior) ** 2, axis=1)
 
-    mu, jac = 1e-3, None
+    theta = np.tile(prior, (batch, 1))
+    mu, stale = np.full(batch, 1e-3), np.ones(batch, dtype=bool)
+    now, gram, grad = np.zeros(batch), np.zeros((batch, d, d)), np.zeros((batch, d))
+    everyone = np.arange(batch)
     for _ in range(STEPS):
-        if jac is None:
-            ys = outputs(np.vstack([theta, theta + FD_STEP * np.eye(len(theta))]))
-            residual = ys[0] - target
-            jac = (ys[1:] - ys[0]).T / FD_STEP
-            now = cost(residual, theta)
-            gram, grad = jac.T @ jac, jac.T @ residual + lam * (theta - prior)
-        lhs = gram + (lam + mu * (1.0 + np.diag(gram).mean())) * np.eye(len(theta))
-        trial = theta + np.linalg.solve(lhs, -grad)
-        if cost(outputs(trial[None])[0] - target, trial) < now:
-            theta, mu, jac = trial, mu / 3.0, None
-        else:
-            mu *= 10.0
-    parts = np.split(theta.astype("float32"), np.cumsum(sizes)[:-1])
-    return sim, parts
+        rows = np.flatnonzero(stale)
+        if len(rows):
+            ys = outputs(rows, theta[rows][:, None] + probes[None])
+            residual = ys[:, 0] - target[rows]
+            jac = (ys[:, 1:] - ys[:, :1]).transpose(0, 2, 1) / FD_STEP  # (rows, P, d)
+            now[rows] = cost(residual, theta[rows])
+            gram[rows] = np.einsum("bpi,bpj->bij", jac, jac)
+            grad[rows] = np.einsum("bpi,bp->bi", jac, residual) + lam * (theta[rows] - prior)
+        damping = lam + mu * (1.0 + np.einsum("bii->b", gram) / d)
+        lhs = gram + damping[:, None, None] * np.eye(d)
+        trial = theta + np.linalg.solve(lhs, -grad[..., None])[..., 0]
+        stale = cost(outputs(everyone, trial[:, None])[:, 0] - target, trial) < now
+        theta[stale] = trial[stale]
+        mu = np.where(stale, mu / 3.0, mu * 10.0)
+    return theta

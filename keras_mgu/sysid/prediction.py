@@ -1,0 +1,128 @@
+"""One run's free-run simulation and k-step-ahead prediction, in physical units.
+
+:class:`RunSimulator` simulates a run's network through its
+:class:`~keras_mgu.sysid.signals.SignalPath`, from the learned state or from
+the state ``n`` measured samples give (:mod:`~keras_mgu.sysid.state`), for one
+experiment or a batch of equally long windows at once.
+
+k-step-ahead prediction (:meth:`RunSimulator.predict`), with ``n`` measured
+samples setting each state and ``s(t) = max(n, t - k + 1)``::
+
+    y_pred[t] = simulate(u[s-n : t+1], y[s-n : s])[-1]      for t >= n
+    y_pred[t] = y[t]                                        for t <  n
+
+the state at ``s`` estimated from the ``n`` measured samples before it, as
+:meth:`~keras_mgu.sysid.Identification.simulate` estimates it from
+``y_initial``, then ``t - s + 1 <= k`` steps run free. ``k = 1`` is the
+one-step-ahead prediction; ``k >= N - n`` is the simulation from the first
+``n`` samples. Encoder models read the window's ``n`` samples; learned-state
+models fit their state to them, all windows in one batched
+Levenberg-Marquardt fit (:func:`~keras_mgu.sysid.state.fit_initial_state`),
+the cost of about ``20 (n_states + 1) n`` simulated steps per window. The
+cost is ``O(N (n + k))`` simulated steps, in chunks of
+:data:`CHUNK_SAMPLES`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import keras
+import numpy as np
+
+from keras_mgu.sysid.state import encoder_history, fit_initial_state
+
+__all__ = ["CHUNK_SAMPLES", "RunSimulator", "window_starts"]
+
+#: Samples (windows x window length) simulated per batched network call of ``predict``.
+CHUNK_SAMPLES = 2**17
+
+
+def window_starts(n_samples: int, n: int, steps_ahead: int) -> np.ndarray:
+    """Starts ``s`` of the windows whose last sample ``s + k - 1`` a prediction needs.
+
+    Samples ``n .. n + k - 1`` come from the simulation from ``n`` itself;
+    each later sample ``t`` from the window starting at ``t - k + 1``.
+    """
+    return np.arange(n + 1, n_samples - steps_ahead + 1)
+
+
+@dataclasses.dataclass
+class RunSimulator:
+    """One run's simulation in physical units (inputs already checked).
+
+    Attributes:
+        run: A :class:`~keras_mgu.sysid.RunResult` (model, path, config).
+        start: The estimation record's first ``(u, y)`` samples, the history
+            encoder models start from without measured outputs.
+    """
+
+    run: Any
+    start: tuple[np.ndarray, np.ndarray] | None
+
+    def simulate(self, u: np.ndarray, y_initial: np.ndarray | None) -> np.ndarray:
+        """``(N, n_outputs)``: from the start state, or from ``y_initial`` ``(n, n_outputs)``."""
+        if y_initial is None:
+            return self._from_start(u)
+        return self.simulate_windows(u[None], y_initial[None])[0]
+
+    def simulate_windows(self, u: np.ndarray, y_initial: np.ndarray) -> np.ndarray:
+        """``(B, T, n_outputs)`` for ``B`` windows ``u`` ``(B, T, n_inputs)``.
+
+        Each window starts from the state its first ``n`` measured outputs
+        ``y_initial`` ``(B, n, n_outputs)`` give (and its ``u[:, :n]``); the
+        first ``n`` rows of each result are ``y_initial``.
+        """
+        path, n = self.run.path, y_initial.shape[1]
+        xs, y_lins, hists = [], [], []
+        for u_w, y_w in zip(u, y_initial):
+            x, y_lin = path.inputs(u_w, y_w[0])
+            xs.append(x)
+            y_lins.append(y_lin)
+            hists.append(path.targets(y_w, None if y_lin is None else y_lin[:n]))
+        y_net = self._network(np.stack(xs), np.stack(hists))
+        y = np.stack([path.outputs(y_b, lin) for y_b, lin in zip(y_net, y_lins)])
+        y[:, :n] = y_initial
+        return y
+
+    def predict(self, u: np.ndarray, y: np.ndarray, steps_ahead: int, n: int) -> np.ndarray:
+        """The ``steps_ahead``-step prediction ``(N, n_outputs)`` (module docstring)."""
+        total, k = len(u), steps_ahead
+        out = np.array(y, dtype=np.float64)
+        end = min(n + k, total)
+        out[n:end] = self.simulate(u[:end], y[:n])[n:end]
+        starts = window_starts(total, n, k)
+        chunk = max(1, CHUNK_SAMPLES // (n + k))
+        for i in range(0, len(starts), chunk):
+            s = starts[i : i + chunk, None]
+            sims = self.simulate_windows(u[s + np.arange(-n, k)], y[s + np.arange(-n, 0)])
+            out[s[:, 0] + k - 1] = sims[:, -1]
+        return out
+
+    def _from_start(self, u: np.ndarray) -> np.ndarray:
+        path, config = self.run.path, self.run.config
+        y0 = self.start[1][0] if self.start is not None else np.asarray(path.outer.y_mean)
+        x, y_lin = path.inputs(u, y0)
+        if config.initial_state == "encoder":
+            u0, yh = self.start
+            xs, ys_lin = path.inputs(u0, yh[0])
+            past = encoder_history(xs, path.targets(yh, ys_lin), config.n_initial)
+            y_net = self._call([*past, x[None].astype("float32")])
+        else:
+            y_net = self._call(x[None].astype("float32"))
+        return path.outputs(y_net[0], y_lin)
+
+    def _network(self, x: np.ndarray, y_hist: np.ndarray) -> np.ndarray:
+        """The network's outputs ``(B, T, n_outputs)``; the ``n`` given samples first."""
+        n, model = y_hist.shape[1], self.run.model
+        if self.run.config.initial_state == "encoder":
+            past = encoder_history(x[:, :n], y_hist, self.run.config.n_initial)
+            y_net = self._call([*past, x[:, n:].astype("float32")])
+            return np.concatenate([y_hist, y_net], axis=1)
+        sim, states = fit_initial_state(model, x[:, :n], y_hist)
+        return self._call([x.astype("float32"), *states], sim)
+
+    def _call(self, inputs: Any, model: keras.Model | None = None) -> np.ndarray:
+        out = (model or self.run.model)(inputs, training=False)
+        return keras.ops.convert_to_numpy(out).astype(np.float64)

@@ -1,0 +1,102 @@
+"""k-step-ahead prediction (``Identification.predict``) against its definition, and the batched
+state fit it uses against one fit per history."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from keras_mgu import datasets
+from keras_mgu.sysid import RecipeConfig, build_simulator, fit_initial_state, identify
+from keras_mgu.sysid.prediction import window_starts
+from keras_mgu.sysid.state import state_model
+
+TINY = RecipeConfig(units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3)
+
+
+@pytest.fixture(scope="module", params=["learned", "encoder"])
+def found(request):
+    """Two restarts averaged (an ensemble), the linear model in front when it helps."""
+    data = datasets.simulate_cascaded_tanks(n_samples=160, seed=0)
+    window = 64 if request.param == "encoder" else None  # the encoder reads samples before each
+    config = dataclasses.replace(TINY, initial_state=request.param, n_initial=6, window=window)
+    result = identify(data, config, restarts=2, seed=1)
+    result = dataclasses.replace(result, members=(result.best, result.best, 1 - result.best))
+    return data.test, result
+
+
+def reference(found, u, y, k, n):
+    """``y_pred[t] = simulate(u[s-n : t+1], y[s-n : s])[-1]``, ``s = max(n, t - k + 1)``."""
+    out = np.array(y, dtype=float)
+    for t in range(n, len(u)):
+        s = max(n, t - k + 1)
+        out[t] = found.simulate(u[s - n : t + 1], y[s - n : s])[-1]
+    return out
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_k_step_prediction_follows_its_definition(found, k):
+    test, result = found
+    u, y, n = test.u[:40], test.y[:40], 6
+    got = result.predict(u, y, steps_ahead=k, n_initial=n)
+    np.testing.assert_allclose(got, reference(result, u, y, k, n), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(got[:n], y[:n])
+
+
+def test_prediction_as_long_as_the_record_is_the_simulation(found):
+    test, result = found
+    n = 6
+    sim = result.simulate(test.u, test.y[:n])
+    for k in (len(test.u) - n, len(test.u)):
+        got = result.predict(test.u, test.y, steps_ahead=k, n_initial=n)
+        np.testing.assert_allclose(got, sim, rtol=1e-5, atol=1e-6)
+
+
+def test_one_step_prediction_is_closer_than_the_simulation(found):
+    """With the measured outputs a step behind, the prediction errs less than the free run."""
+    test, result = found
+    n = 6
+    err = lambda a: np.sqrt(np.mean((a[n:] - test.y[n:]) ** 2))  # noqa: E731
+    one = result.predict(test.u, test.y, 1, n)
+    assert err(one) < err(result.simulate(test.u, test.y[:n]))
+
+
+def test_window_starts_cover_every_sample_once():
+    for total, n, k in ((30, 5, 1), (30, 5, 7), (30, 5, 25), (30, 5, 40)):
+        starts = window_starts(total, n, k)
+        covered = list(range(n, min(n + k, total))) + list(starts + k - 1)
+        assert sorted(covered) == list(range(n, total))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"steps_ahead": 0}, "steps_ahead"),
+        ({"steps_ahead": 2.5}, "steps_ahead"),
+        ({"n_initial": 0}, "n_initial"),
+        ({"n_initial": 200}, "n_initial"),
+    ],
+)
+def test_bad_prediction_arguments_say_what_was_expected(found, kwargs, match):
+    test, result = found
+    with pytest.raises(ValueError, match=match):
+        result.predict(test.u, test.y, **kwargs)
+    with pytest.raises(ValueError, match="same number"):
+        result.predict(test.u, test.y[:-1])
+
+
+def test_batched_state_fit_equals_one_fit_per_history(rng):
+    """Each history gets its own fit: the same outputs as fitting it alone (float32 rounding)."""
+    model = build_simulator(1, 1, units=5, seed=2)
+    sim, (learned,) = state_model(model)
+    u = rng.normal(size=(3, 12, 1)).astype("float32")
+    true = learned + rng.normal(scale=0.5, size=(3, 5)).astype("float32")
+    y = sim.predict_on_batch([u, true])
+    _, (batched,) = fit_initial_state(model, u, y)
+    assert batched.shape == (3, 5)
+    for b in range(3):
+        _, (alone,) = fit_initial_state(model, u[b], y[b])
+        y_batched = sim.predict_on_batch([u[b : b + 1], batched[b : b + 1]])
+        y_alone = sim.predict_on_batch([u[b : b + 1], alone[None]])
+        np.testing.assert_allclose(y_batched, y_alone, atol=2e-3 * np.std(y))
+        assert np.sqrt(np.mean((y_alone[0] - y[b]) ** 2)) < 0.2 * np.std(y)
