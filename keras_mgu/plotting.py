@@ -53,8 +53,11 @@ def _maybe_log_scale(ax: Any, *series: Any) -> None:
 def _plot_callback(fig: Any, callback: WeightedEarlyStopping, window: int) -> None:
     if not callback.history and not callback.train_history:
         raise ValueError("The WeightedEarlyStopping callback has no records yet; run `fit` first.")
-    ax_curves, ax_score = fig.subplots(2, 1, sharex=True)
     train = [r for r in callback.train_history if "loss" in r]
+    if _score_is_one_check(callback) and not train:
+        _plot_single_check(fig.subplots(1, 1), callback)
+        return
+    ax_curves, ax_score = fig.subplots(2, 1, sharex=True)
     series = []
     if train:
         it = np.array([r["iteration"] for r in train])
@@ -85,6 +88,28 @@ def _plot_callback(fig: Any, callback: WeightedEarlyStopping, window: int) -> No
     ax_score.set_xlabel("iteration")
     ax_score.set_ylabel("weighted score")
     ax_score.legend(loc="best", fontsize="small")
+
+
+def _score_is_one_check(callback: WeightedEarlyStopping) -> bool:
+    """Whether the score is one checked value itself (one name, weight 1)."""
+    return len(callback.weights) == 1 and float(next(iter(callback.weights.values()))) == 1.0
+
+
+def _plot_single_check(ax: Any, callback: WeightedEarlyStopping) -> None:
+    """One panel: the score, which is the one value checked, its best marked."""
+    name = next(iter(callback.weights))
+    it = np.array([r["iteration"] for r in callback.history])
+    values = np.array([r["score"] for r in callback.history], dtype=np.float64)
+    ax.plot(it, values, "o-", color="tab:purple", markersize=3, label=f"{name} (the score)")
+    _maybe_log_scale(ax, values)
+    _mark_best(ax, callback)
+    if callback.best_iteration is not None:
+        ax.axvline(callback.best_iteration, color="tab:red", linestyle=":", linewidth=1)
+    ax.grid(True, alpha=0.3)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(name)
+    ax.set_title(f"Early-stopping score: {name}")
+    ax.legend(loc="best", fontsize="small")
 
 
 def _mark_best(ax: Any, callback: WeightedEarlyStopping) -> None:

@@ -138,3 +138,28 @@ def test_trials_plot_marks_the_best_and_the_failed(tmp_path):
         plot_trials([], tmp_path / "empty.png")
     with pytest.raises(ValueError, match=".png"):
         plot_trials(table, tmp_path / "trials.jpg")
+
+
+def test_a_score_that_is_one_check_gets_one_panel():
+    """``val_rmse`` alone, no training loss recorded: the score panel would repeat the curve."""
+    from matplotlib.figure import Figure
+
+    from keras_mgu.plotting import _plot_callback
+
+    def drawn(weights, train):
+        data = (np.zeros((2, 3, 2), "float32"), np.zeros((2, 1), "float32"))
+        es = WeightedEarlyStopping(weights, validation_data=data, validation_frequency=1)
+        es.history = [
+            {"iteration": i, "epoch": 1, "score": v, "val_rmse": v, "loss": v}
+            for i, v in ((1, 0.5), (2, 0.3), (3, 0.4))
+        ]
+        es.train_history = [{"iteration": 1, "epoch": 1, "loss": 0.6}] if train else []
+        es.best_iteration, es.best_score = 2, 0.3
+        fig = Figure()
+        _plot_callback(fig, es, 2)
+        return fig.axes
+
+    (ax,) = drawn({"val_rmse": 1.0}, train=False)
+    assert [line.get_label() for line in ax.lines][0] == "val_rmse (the score)"
+    assert len(drawn({"val_rmse": 1.0}, train=True)) == 2
+    assert len(drawn({"val_rmse": 0.8, "loss": 0.2}, train=False)) == 2

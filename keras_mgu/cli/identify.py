@@ -17,7 +17,8 @@ import argparse
 import dataclasses
 import math
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from keras_mgu.cli import report
@@ -87,6 +88,8 @@ DATASETS = {
     "wh2009": "wh2009",
     "emps": "emps",
 }
+#: ``--steps-ahead``'s default: the one-step-ahead prediction.
+STEPS_AHEAD = 1
 #: Models of ``--compare`` (the first alone without it).
 MODELS = ("MGU", "GRU", "LSTM")
 #: ``--n-initial`` of records without a scoring protocol: test samples the 'benchmark'
@@ -215,7 +218,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       "score starts, and the samples the encoder of long records reads "
                       "(default: the benchmark protocol's n for both; without a protocol "
                       f"the score starts at sample {DEFAULT_N_INITIAL} and the encoder reads "
-                      f"{RECIPE_N_INITIAL})")  # fmt: skip
+                      f"{RECIPE_N_INITIAL}); 0: no measured output, the test is the free run "
+                      "alone")  # fmt: skip
+    data.add_argument("--steps-ahead", type=positive_int, default=STEPS_AHEAD, metavar="K",
+                      help="k of the k-step-ahead prediction scored beside the simulation "
+                      "(each test sample predicted from the measured outputs up to k samples "
+                      "before it)")  # fmt: skip
     _add_recipe_arguments(parser.add_argument_group("recipe"))
     run = parser.add_argument_group("run")
     run.add_argument("--backend", choices=tuple(BACKENDS),
@@ -470,16 +478,23 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
     print(f"\n== {kind}: {args.restarts} restart(s) from seed {args.seed}", flush=True)
     given = {name: getattr(config, name) for name in ("cell", *recipe_options(args))}
     print(f"settings: {report.format_settings(given)}; the rest derived from the record")
+    wall, cpu = time.perf_counter(), time.process_time()
     try:  # verbose: the recipe prints the settings it resolved, then its progress
         found = sysid.identify(data, config, args.restarts, args.seed, verbose=2)
     except ValueError as err:  # settings that do not fit the record, e.g. a too long --window
         raise UsageError(f"the recipe rejected the settings: {err}") from err
-    row = {"model": kind, "name": run_name(found.config), **results_row(found, data, n_initial)}
-    report.print_scores(kind, row, data.test, n_initial, getattr(data, "protocol", None))
-    y_sim = found.simulate(data.test.u)
-    stopper = found.runs[found.best].stopper
+    seconds = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
+    test = data.test
+    evaluation = sysid.evaluate(
+        found, test.u, test.y, n_initial, args.steps_ahead, test.input_names, test.output_names
+    )
+    row = {"model": kind, "name": run_name(found.config)}
+    row.update(results_row(found, evaluation, seconds, getattr(data, "protocol", None)))
+    report.print_scores(kind, row, test, n_initial, getattr(data, "protocol", None))
+    print(report.describe_selection(found))
     folder = os.path.join(args.out, row["name"])
-    print(report.plot_results(kind, data.test, y_sim, stopper, folder), flush=True)
+    stopper = found.runs[found.best].stopper
+    print(report.plot_results(kind, test, evaluation, stopper, folder), flush=True)
     row["model_file"] = save_model_file(found, kind, folder)
     print(f"model file: {row['model_file']}", flush=True)
     return row
@@ -492,30 +507,51 @@ def save_model_file(found: Any, kind: str, out: str) -> str:
     return found.save(os.path.join(out, f"{kind.lower()}{SUFFIX}"))
 
 
-def results_row(found: Any, data: Any, n_initial: int) -> dict[str, Any]:
+def results_row(
+    found: Any, evaluation: Any, seconds: Mapping[str, float], protocol: Any = None
+) -> dict[str, Any]:
     """One model's entry of results.json: size, time, validation and test scores, settings.
 
-    ``rmse``: the free-run simulation of the test record over all samples;
-    ``rmse_benchmark``: from sample ``n_initial`` on, the model given the
-    first ``n_initial`` measured outputs; with a protocol, both also in its
-    unit (``*_in_unit``).
+    ``rmse``, ``fit_percent``: the free-run simulation of the test record
+    over all samples; ``rmse_benchmark``, ``fit_percent_benchmark``: from
+    sample ``n_initial`` on, the model given the first ``n_initial``
+    measured outputs (for ``n_initial = 0`` the same numbers as ``rmse``);
+    ``prediction``: the k-step-ahead prediction scored from there; with a
+    protocol, the RMSEs also in its unit (``*_in_unit``).
+    ``validation_rmse``: each run's validation RMSE (standardised units), what
+    the runs are chosen on; ``stopping_scores``: each run's best early-stopping
+    score (the network's units); ``wall_seconds``: the training's wall time,
+    ``cpu_seconds``: the CPU time of this process over it.
     """
+    from keras_mgu.sysid.selection import member_weights
+
+    benchmark = evaluation.from_n or {"rmse": evaluation.rmse, "fit_percent": evaluation.fit_percent}
     row = {
         "params": found.model.count_params(),
-        "seconds": sum(run.seconds for run in found.runs),
-        "validation_scores": found.validation_scores,
+        "wall_seconds": seconds["wall"],
+        "cpu_seconds": seconds["cpu"],
         "validation_rmse": [run.validation_rmse for run in found.runs],
+        "stopping_scores": found.stopping_scores,
         "structures": [run.structure for run in found.runs],
         "chosen_seed": found.runs[found.best].seed,
         "averaged_seeds": [found.runs[k].seed for k in found.members],
+        "ensemble": [
+            {"run": k + 1, "seed": found.runs[k].seed, "weight": w}
+            for k, w in member_weights(found.members or (found.best,)).items()
+        ],
         "config": dataclasses.asdict(found.config),
-        "rmse": found.score(data.test, "all"),
-        "rmse_benchmark": found.score(data.test, "benchmark", n_initial),
+        "rmse": evaluation.rmse,
+        "fit_percent": evaluation.fit_percent,
+        "rmse_benchmark": benchmark["rmse"],
+        "fit_percent_benchmark": benchmark["fit_percent"],
+        "prediction": evaluation.prediction,
+        "residuals": evaluation.residuals.to_dict(),
     }
-    protocol = getattr(data, "protocol", None)
     if protocol is not None:
         row["rmse_in_unit"] = row["rmse"] * protocol.scale
         row["rmse_benchmark_in_unit"] = row["rmse_benchmark"] * protocol.scale
+        if evaluation.prediction is not None:
+            row["prediction"]["rmse_in_unit"] = evaluation.prediction["rmse"] * protocol.scale
     return row
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "fixed",
     "format_settings",
     "plot_results",
+    "describe_selection",
     "print_data",
     "print_scores",
     "print_summary",
@@ -62,30 +63,63 @@ def print_data(backend: str, name: str, data: Any, n_initial: int) -> None:
         f"outputs {list(test.output_names)}; sample time {test.ts:g} s"
     )
     protocol = getattr(data, "protocol", None)
-    line = f"scoring: test RMSE over all samples, and from sample {n_initial} on (benchmark)"
+    line = "scoring: test RMSE and fit % over all samples"
+    if n_initial > 0:
+        line += f", and from sample {n_initial} on (benchmark)"
     if protocol is not None:
         line += f"; protocol {getattr(protocol, 'name', '?')}: also in {_unit(protocol)}"
         line += f" (x{protocol.scale:g})"
     print(line, flush=True)
 
 
-def print_scores(kind: str, row: Mapping[str, Any], test: Any, n_initial: int, protocol: Any):
-    """One model's test scores (and in the protocol's unit when there is one)."""
+def _fit(values: Any) -> str:
+    return ", ".join(f"{v:.1f}" for v in values) + " %"
+
+
+def print_scores(kind: str, row: Mapping[str, Any], test: Any, n: int, protocol: Any) -> None:
+    """One model's test scores: free run, from the first ``n`` outputs, k steps ahead, residuals."""
     print(
-        f"{kind} test RMSE: {fixed(row['rmse'])} (all), {fixed(row['rmse_benchmark'])} "
-        f"(from sample {n_initial}); std of the test output: {fixed(np.std(test.y))}"
+        f"{kind} test, free run from the model's start state, all {test.n_samples} samples: "
+        f"RMSE {fixed(row['rmse'])}, fit {_fit(row['fit_percent'])}"
     )
-    if protocol is not None:
+    if n > 0:
         print(
-            f"{kind} test RMSE in {_unit(protocol)}: {row['rmse_in_unit']:.4g} (all), "
-            f"{row['rmse_benchmark_in_unit']:.4g} (from sample {n_initial})"
+            f"{kind} test, the state set by the first {n} measured outputs, scored from sample "
+            f"{n}: RMSE {fixed(row['rmse_benchmark'])}, fit {_fit(row['fit_percent_benchmark'])}"
         )
+    prediction = row.get("prediction")
+    if prediction is not None:
+        print(
+            f"{kind} test, {prediction['steps_ahead']}-step-ahead prediction, scored from sample "
+            f"{n}: RMSE {fixed(prediction['rmse'])}, fit {_fit(prediction['fit_percent'])}"
+        )
+    if protocol is not None:
+        line = f"{kind} test RMSE in {_unit(protocol)}: {row['rmse_in_unit']:.4g} (all)"
+        if n > 0:
+            line += f", {row['rmse_benchmark_in_unit']:.4g} (from sample {n})"
+        print(line)
+    print(f"std of the test output: {fixed(np.std(test.y))}")
+    print(f"{kind} residuals {_residual_source(n)}: {row['residuals']['summary']}")
 
 
-def _plot_series(plt: Any, kind: str, record: Any, y_sim: np.ndarray, name: str, out: str) -> str:
-    from keras_mgu.sysid import rmse
+def _residual_source(n: int) -> str:
+    return f"of the simulation from sample {n}" if n > 0 else "of the free run"
 
-    t = record.time
+
+def describe_selection(found: Any) -> str:
+    """Which runs the model averages, in words (runs numbered from 1 in the order trained)."""
+    from keras_mgu.sysid.selection import describe_members
+
+    rule = found.config.selection
+    chosen = describe_members(found.members or (found.best,))
+    how = "chosen greedily on the validation RMSE" if found.members else "best on validation"
+    return f"model kept ({rule}): {chosen}, {how}"
+
+
+def _plot_series(plt: Any, kind: str, record: Any, evaluation: Any, name: str, out: str) -> str:
+    from keras_mgu.sysid import fit_percent, rmse
+
+    t, y_sim = record.time, evaluation.simulation
     fig, ax = plt.subplots(figsize=(9, 3.5), layout="constrained")
     if name == "simulation":
         ax.plot(t, record.y[:, 0], label="measured", lw=1.2)
@@ -96,17 +130,46 @@ def _plot_series(plt: Any, kind: str, record: Any, y_sim: np.ndarray, name: str,
         ax.axhline(0.0, color="k", lw=0.5)
     ax.set_xlabel("time [s]")
     ax.set_ylabel(record.output_names[0])
-    ax.set_title(f"{kind}: {name} on the test record (RMSE {rmse(record.y, y_sim):.3f})")
+    fit = fit_percent(record.y[:, :1], y_sim[:, :1])[0]
+    ax.set_title(
+        f"{kind}: {name} on the test record (RMSE {rmse(record.y, y_sim):.3f}, fit {fit:.1f} %)"
+    )
     path = os.path.join(out, f"test_{name}.png")
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-def plot_results(kind: str, record: Any, y_sim: np.ndarray, stopper: Any, out: str) -> str:
-    """``test_simulation.png``, ``test_residual.png`` and ``training.png`` in the folder ``out``.
+def _plot_residual_tests(plt: Any, kind: str, evaluation: Any, out: str) -> str:
+    """``residuals.png``: the residual's autocorrelation and its cross-correlation per input."""
+    res = evaluation.residuals
+    n_in = res.cross_correlation.shape[1]
+    fig, axes = plt.subplots(1 + n_in, 1, figsize=(8, 2.4 * (1 + n_in)), layout="constrained")
+    out_name = res.output_names[0] if res.output_names else "y0"
+    panels = [(axes[0], res.lags, res.autocorrelation[0], f"autocorrelation of e ({out_name})")]
+    for j in range(n_in):
+        name = res.input_names[j] if res.input_names else f"u{j}"
+        panels.append((axes[1 + j], res.cross_lags, res.cross_correlation[0, j], f"e vs {name}"))
+    for ax, lags, values, title in panels:
+        ax.stem(lags, values, basefmt=" ")
+        ax.axhspan(-res.band, res.band, color="tab:blue", alpha=0.15,
+                   label=f"{res.confidence:.0%} band")  # fmt: skip
+        ax.set_title(title, fontsize="medium")
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(loc="upper right", fontsize="small")
+    axes[-1].set_xlabel("lag [samples]")
+    fig.suptitle(f"{kind}: residual analysis {_residual_source(evaluation.n_initial)}")
+    path = os.path.join(out, "residuals.png")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
 
-    Measured vs simulated output, the residual and the training curves.
+
+def plot_results(kind: str, record: Any, evaluation: Any, stopper: Any, out: str) -> str:
+    """``test_simulation.png``, ``test_residual.png``, ``residuals.png``, ``training.png`` in ``out``.
+
+    Measured vs simulated output, the residual, the residual analysis
+    (:func:`keras_mgu.sysid.residual_analysis`) and the training curves.
 
     Returns the line to print: the files written, or why there are none
     (matplotlib is the optional ``plot`` extra).
@@ -122,8 +185,10 @@ def plot_results(kind: str, record: Any, y_sim: np.ndarray, stopper: Any, out: s
 
     os.makedirs(out, exist_ok=True)
     names = ("simulation", "residual")
-    paths = [_plot_series(plt, kind, record, y_sim, name, out) for name in names]
-    paths.append(plot_training(stopper, os.path.join(out, "training.png")))
+    paths = [_plot_series(plt, kind, record, evaluation, name, out) for name in names]
+    paths.append(_plot_residual_tests(plt, kind, evaluation, out))
+    if stopper is not None:
+        paths.append(plot_training(stopper, os.path.join(out, "training.png")))
     return "plots: " + ", ".join(paths)
 
 
@@ -172,20 +237,27 @@ def write_results(out: str, earlier: Mapping[str, Any], runs: Mapping[str, Any])
 
 def print_summary(results: Mapping[str, Mapping[str, Any]], test: Any, n_initial: int,
                   protocol: Any) -> None:  # fmt: skip
-    """The results table, the test output's spread and, last, ``test RMSE: <MGU, all>``."""
-    header = "| model | outputs | parameters | training s | test RMSE (all) | "
-    header += f"test RMSE (from sample {n_initial}) |"
+    """The results table, the test output's spread and, last, ``test RMSE: <MGU, all>``.
+
+    ``wall s`` is the training's wall time (runs trained side by side count once).
+    """
+    later = n_initial > 0
+    header = "| model | outputs | parameters | wall s | test RMSE (all) | fit % (all) |"
+    if later:
+        header += f" test RMSE (from sample {n_initial}) |"
     if protocol is not None:
         unit = _unit(protocol)
-        header += f" all [{unit}] | from sample {n_initial} [{unit}] |"
+        header += f" all [{unit}] |" + (f" from sample {n_initial} [{unit}] |" if later else "")
     print("\n" + header)
     print("|---" * (header.count("|") - 1) + "|")
     for kind, r in results.items():
-        line = f"| {kind} | {r['name']}/ | {r['params']} | {r['seconds']:.0f} | "
-        line += f"{fixed(r['rmse'])} | "
-        line += f"{fixed(r['rmse_benchmark'])} |"
+        line = f"| {kind} | {r['name']}/ | {r['params']} | {r['wall_seconds']:.0f} | "
+        line += f"{fixed(r['rmse'])} | {_fit(r['fit_percent'])[:-2]} |"
+        if later:
+            line += f" {fixed(r['rmse_benchmark'])} |"
         if protocol is not None:
-            line += f" {r['rmse_in_unit']:.4g} | {r['rmse_benchmark_in_unit']:.4g} |"
+            line += f" {r['rmse_in_unit']:.4g} |"
+            line += f" {r['rmse_benchmark_in_unit']:.4g} |" if later else ""
         print(line)
     print(f"std of the test output: {fixed(np.std(test.y))}")
     first = next(iter(results.values()))

@@ -30,6 +30,8 @@
   prediction (:meth:`Identification.predict`).
 * :mod:`~keras_mgu.sysid.scoring`: :func:`score` and :func:`rmse` under the
   ``"all"`` and ``"benchmark"`` conventions, and :func:`fit_percent`.
+* :mod:`~keras_mgu.sysid.evaluation`: :func:`evaluate`, a model judged on a
+  measured experiment (simulation, k-step prediction, fit %, residuals).
 * :mod:`~keras_mgu.sysid.residuals`: :func:`residual_analysis`, the residual's
   autocorrelation and cross-correlation with the inputs, with their band.
 
@@ -46,6 +48,7 @@ Example::
 """
 
 from keras_mgu.sysid.config import RecipeConfig
+from keras_mgu.sysid.evaluation import Evaluation, evaluate
 from keras_mgu.sysid.identification import Identification, load
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.model import LearnedInitialState, build_simulator
@@ -63,6 +66,7 @@ from keras_mgu.sysid.windows import TrainingWindows
 __all__ = [
     "CONVENTIONS",
     "DEFAULT_SPACE",
+    "Evaluation",
     "Identification",
     "LearnedInitialState",
     "LinearModel",
@@ -78,6 +82,7 @@ __all__ = [
     "TuneResult",
     "build_simulator",
     "check_space",
+    "evaluate",
     "fit_initial_state",
     "fit_percent",
     "greedy_ensemble",

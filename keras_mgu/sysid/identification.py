@@ -108,8 +108,18 @@ class Identification:
         return self.path.outer
 
     @property
-    def validation_scores(self) -> list[float]:
+    def stopping_scores(self) -> list[float]:
+        """Each run's best early-stopping score (the weighted ``score_weights``, network units).
+
+        Not the validation RMSE the runs are chosen on (``run.validation_rmse``,
+        standardised physical units, the validation record alone).
+        """
         return [run.validation_score for run in self.runs]
+
+    @property
+    def validation_scores(self) -> list[float]:
+        """The older name of :attr:`stopping_scores`."""
+        return self.stopping_scores
 
     def simulate(self, u: Any, y_initial: Any = None) -> np.ndarray:
         """Free-run simulation ``(N, n_outputs)`` of inputs ``u`` ``(N, n_inputs)``.

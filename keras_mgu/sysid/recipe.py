@@ -14,7 +14,6 @@ any of it.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import time
 from collections.abc import Sequence
@@ -29,7 +28,7 @@ from keras_mgu.sysid.identification import Identification
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.population import PlannedRun, population_groups, train_population
 from keras_mgu.sysid.run import RunResult, shortest, train_simulator
-from keras_mgu.sysid.selection import error_rmse, select
+from keras_mgu.sysid.selection import describe_members, error_rmse, select
 from keras_mgu.sysid.signals import SignalPath
 
 __all__ = ["RunResult", "Structure", "identify", "structures", "train_simulator"]
@@ -175,7 +174,7 @@ def identify(
     rule = winner.config.selection
     members = () if rule == "best" else select([run.validation_error for run in runs], rule)
     if verbose and members:
-        print(f"selection ({rule}): runs {_multiset(members)}", flush=True)
+        print(f"selection ({rule}): {describe_members(members)}", flush=True)
     est = data.estimation
     return Identification(
         runs, _best_run(runs), data.n_initial, trainer.first, linear_table, members,
@@ -199,11 +198,6 @@ def _screened(trainer: _Trainer, winner: Structure, seed: int) -> tuple[Structur
             flush=True,
         )
     return dataclasses.replace(winner, config=chosen), table
-
-
-def _multiset(members: tuple[int, ...]) -> str:
-    counts = collections.Counter(members)
-    return ", ".join(f"{k + 1}" + (f" x{c}" if c > 1 else "") for k, c in counts.items())
 
 
 class _Trainer:

@@ -88,6 +88,7 @@ class ResidualAnalysis:
     def to_dict(self) -> dict[str, Any]:
         """Plain lists and numbers (for ``results.json``)."""
         return {
+            "summary": self.summary(),
             "confidence": self.confidence,
             "band": self.band,
             "n_samples": self.n_samples,

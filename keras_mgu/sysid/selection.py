@@ -25,11 +25,20 @@ average of their errors.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["SELECTION_RULES", "check_rule", "error_rmse", "greedy_ensemble", "select"]
+__all__ = [
+    "SELECTION_RULES",
+    "check_rule",
+    "describe_members",
+    "error_rmse",
+    "greedy_ensemble",
+    "member_weights",
+    "select",
+]
 
 SELECTION_RULES = ("best", "ensemble")
 
@@ -94,3 +103,18 @@ def select(errors: Sequence[np.ndarray], rule: str) -> tuple[int, ...]:
     if rule == "best":
         return (int(np.argmin([error_rmse(e) for e in errors])),)
     return greedy_ensemble(errors)
+
+
+def member_weights(members: Sequence[int]) -> dict[int, float]:
+    """Each averaged run's weight, in order of appearance: ``(3, 3, 0)`` -> ``{3: 2/3, 0: 1/3}``."""
+    counts = collections.Counter(int(k) for k in members)
+    return {k: c / len(members) for k, c in counts.items()}
+
+
+def describe_members(members: Sequence[int]) -> str:
+    """The selection in words, runs numbered from 1: ``"... run 4 (weight 2/3) and run 1 ..."``."""
+    counts = collections.Counter(int(k) for k in members)
+    if len(counts) == 1:
+        return f"run {next(iter(counts)) + 1} alone"
+    parts = [f"run {k + 1} (weight {c}/{len(members)})" for k, c in counts.items()]
+    return "the weighted average of " + ", ".join(parts[:-1]) + f" and {parts[-1]}"

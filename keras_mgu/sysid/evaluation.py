@@ -1,0 +1,106 @@
+"""A model judged on a measured experiment: simulation, k-step prediction, fit %, residuals.
+
+:func:`evaluate` gathers what a researcher reads off a test record (the
+numbers ``keras-mgu identify`` and ``keras-mgu simulate`` print and store),
+each under one name:
+
+* ``rmse``, ``fit_percent``: the free-run simulation from the inputs alone
+  (the model's start state), every sample scored.
+* ``from_n``: the simulation from the state the first ``n`` measured outputs
+  set, samples ``n`` onward scored (the benchmark convention); none for
+  ``n = 0``, where it would be the free run again.
+* ``prediction``: the ``k``-step-ahead prediction
+  (:meth:`~keras_mgu.sysid.Identification.predict`), samples ``n`` onward
+  scored; none for ``n = 0`` (a prediction starts from measured outputs).
+* ``residuals``: :func:`~keras_mgu.sysid.residual_analysis` of the residual
+  of the simulation scored in ``from_n`` (the free run's for ``n = 0``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from keras_mgu.sysid.residuals import MAX_LAG, ResidualAnalysis, residual_analysis
+from keras_mgu.sysid.scoring import fit_percent, rmse
+
+__all__ = ["Evaluation", "evaluate"]
+
+
+@dataclasses.dataclass
+class Evaluation:
+    """Scores of one model on one measured experiment (physical units; see the module).
+
+    Attributes:
+        n_initial: ``n``, the measured outputs that set the state.
+        simulation: The free-run simulation ``(N, n_outputs)``.
+        rmse, fit_percent: Of ``simulation``, all samples (fit % per output).
+        from_n: ``{"rmse", "fit_percent", "simulation"}`` of the simulation from
+            the first ``n`` outputs, scored from sample ``n``; None for ``n = 0``.
+        prediction: ``{"steps_ahead", "rmse", "fit_percent"}`` scored from
+            sample ``n``; None for ``n = 0`` or when no ``k`` was asked for.
+        residuals: The residual analysis (see the module).
+    """
+
+    n_initial: int
+    simulation: np.ndarray
+    rmse: float
+    fit_percent: list[float]
+    from_n: dict[str, Any] | None
+    prediction: dict[str, Any] | None
+    residuals: ResidualAnalysis
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain numbers and lists (no simulations), for ``results.json``."""
+        from_n = None
+        if self.from_n is not None:
+            from_n = {k: v for k, v in self.from_n.items() if k != "simulation"}
+        return {
+            "n_initial": self.n_initial,
+            "rmse": self.rmse,
+            "fit_percent": self.fit_percent,
+            "from_n": from_n,
+            "prediction": self.prediction,
+            "residuals": self.residuals.to_dict(),
+        }
+
+
+def _scores(y: np.ndarray, y_hat: np.ndarray) -> dict[str, Any]:
+    return {"rmse": rmse(y, y_hat), "fit_percent": fit_percent(y, y_hat).tolist()}
+
+
+def evaluate(
+    found: Any, u: Any, y: Any, n_initial: int, steps_ahead: int | None = None,
+    input_names: tuple[str, ...] = (), output_names: tuple[str, ...] = (),
+) -> Evaluation:  # fmt: skip
+    """Simulate, predict and analyse ``found`` (an :class:`Identification`) on ``u``, ``y``.
+
+    Args:
+        found: The identified model.
+        u, y: The experiment ``(N, n_inputs)``, ``(N, n_outputs)``, physical units.
+        n_initial: ``n``, ``0 <= n < N``: the measured outputs that set the state.
+        steps_ahead: ``k >= 1`` for the k-step-ahead prediction, or None.
+        input_names, output_names: Channel names for the residual analysis.
+    """
+    u, y = np.asarray(u, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    n = int(n_initial)
+    if not 0 <= n < len(y):
+        raise ValueError(f"`n_initial` must be in [0, N={len(y)}); received {n_initial!r}.")
+    free = found.simulate(u)
+    from_n = prediction = None
+    scored = free
+    if n > 0:
+        scored = found.simulate(u, y[:n])
+        from_n = {**_scores(y[n:], scored[n:]), "simulation": scored}
+        if steps_ahead is not None:
+            y_k = found.predict(u, y, steps_ahead=steps_ahead, n_initial=n)
+            prediction = {"steps_ahead": int(steps_ahead), **_scores(y[n:], y_k[n:])}
+    lag = min(MAX_LAG, len(y) - n - 1)
+    residuals = residual_analysis(
+        (y - scored)[n:], u[n:], max_lag=max(lag, 1), output_names=output_names,
+        input_names=input_names,
+    )  # fmt: skip
+    whole = _scores(y, free)
+    return Evaluation(n, free, whole["rmse"], whole["fit_percent"], from_n, prediction, residuals)
