@@ -12,6 +12,7 @@ the routes whose file would not behave like the Keras model.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from typing import Any
 
 import keras
@@ -28,6 +29,8 @@ ONNX_PACKAGES = {
     "jax": ("onnx", "jax2onnx"),
     "torch": ("onnx", "onnxscript"),
 }
+#: The extra that installs a backend's ONNX route (with onnxruntime), per backend.
+ONNX_EXTRAS = {backend: f"export-{backend}" for backend in ONNX_PACKAGES}
 
 
 def mgu_layers(model: keras.Model) -> list[MGU]:
@@ -50,7 +53,8 @@ def check_exportable(model: keras.Model, format: str = "tf_saved_model") -> None
         ValueError: a stateful MGU and a format with no variables (ONNX,
             LiteRT): the exported graph would freeze the state at its value
             at export time instead of carrying it from call to call.
-        ImportError: the packages of the ONNX route are missing.
+        ImportError: the packages of the ONNX route are missing (the
+            message names the backend's extra, e.g. ``export-jax``).
     """
     stateful = [layer.name for layer in mgu_layers(model) if layer.stateful]
     if stateful and format in _FROZEN_STATE_FORMATS:
@@ -62,15 +66,20 @@ def check_exportable(model: keras.Model, format: str = "tf_saved_model") -> None
             "state variable."
         )
     if format == "onnx":
+        backend = keras.backend.backend()
         missing = [
             name
-            for name in ONNX_PACKAGES.get(keras.backend.backend(), ())
+            for name in ONNX_PACKAGES.get(backend, ())
             if importlib.util.find_spec(name) is None
         ]
         if missing:
+            extra = ONNX_EXTRAS.get(backend, "export")
+            note = ""
+            if "jax2onnx" in missing and sys.version_info < (3, 11):
+                note = " (jax2onnx needs Python 3.11 or newer)"
             raise ImportError(
-                f"ONNX export on the {keras.backend.backend()} backend needs {missing}; "
-                'install them with `pip install "keras-mgu[export]"`.'
+                f"ONNX export on the {backend} backend needs {missing}; install them with "
+                f'`pip install "keras-mgu[{extra}]"`{note}.'
             )
 
 

@@ -53,13 +53,22 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     assert mgu["restarts"] == 2 and mgu["n_initial"] == 50 and mgu["model"] == "MGU"
     assert mgu["dataset"] == "simulated-tanks" and mgu["protocol"] is None
     # Two restarts, and one run more where the linear model makes a second structure worth a try.
-    n_runs = len(mgu["validation_scores"])
+    n_runs = len(mgu["stopping_scores"])
     assert n_runs == 2 + (len(set(mgu["structures"])) - 1) and len(mgu["validation_rmse"]) == n_runs
     assert mgu["config"]["units"] == [4] and mgu["config"]["iterations"] == 40
     for key in ("rmse", "rmse_benchmark"):
         assert np.isfinite(mgu[key]) and mgu[key] > 0
     assert last_line_rmse(out) == pytest.approx(mgu["rmse"], rel=1e-3)
-    for name in ("test_simulation", "test_residual", "training"):
+    # Fit %, the k-step prediction and the residual analysis beside the RMSEs, as printed.
+    assert len(mgu["fit_percent"]) == 1 and mgu["fit_percent"][0] < 100
+    assert mgu["prediction"]["steps_ahead"] == 1 and np.isfinite(mgu["prediction"]["rmse"])
+    k_step = f"1-step-ahead prediction, scored from sample 50: RMSE {mgu['prediction']['rmse']:.4f}"
+    assert k_step in out
+    residuals = mgu["residuals"]
+    assert len(residuals["lags"]) == 26 and residuals["n_samples"] == 256 - 50
+    assert residuals["band"] == pytest.approx(2.5758 / np.sqrt(206), rel=1e-4)
+    assert 0 < mgu["wall_seconds"] and "seconds" not in mgu
+    for name in ("test_simulation", "test_residual", "residuals", "training"):
         assert (tmp_path / "mgu_h4_lr0.01" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     # The identified model is a file, in its folder, that scores as it did.
     path = tmp_path / "mgu_h4_lr0.01" / "mgu.kmgu"
@@ -95,6 +104,16 @@ def test_n_initial_option_overrides_the_default(tmp_path, capsys):
     assert "from sample 7" in capsys.readouterr().out
 
 
+def test_n_initial_zero_is_the_free_run_alone(tmp_path, capsys):
+    """No measured output sets the state: one simulation, one RMSE, no prediction."""
+    argv = ["identify", *TINY, "--iterations", "2", "--n-initial", "0", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    mgu = json.loads((tmp_path / "results.json").read_text())["runs"]["mgu_h4_lr0.01"]
+    assert mgu["rmse_benchmark"] == mgu["rmse"] and mgu["prediction"] is None
+    assert "from sample" not in out and "test RMSE (from sample" not in out
+
+
 def test_selection_option_averages_runs_chosen_on_validation(tmp_path, capsys):
     argv = ["identify", *TINY, "--iterations", "2", "--restarts", "2", "--selection", "ensemble"]
     assert main([*argv, "--out", str(tmp_path)]) == 0
@@ -102,7 +121,10 @@ def test_selection_option_averages_runs_chosen_on_validation(tmp_path, capsys):
     assert mgu["config"]["selection"] == "ensemble"
     assert mgu["averaged_seeds"][0] == mgu["chosen_seed"]
     assert set(mgu["averaged_seeds"]) <= {0, 1000}
-    assert "selection (ensemble): runs " in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "model kept (ensemble): run " in out
+    weights = [member["weight"] for member in mgu["ensemble"]]
+    assert sum(weights) == pytest.approx(1.0) and mgu["ensemble"][0]["seed"] == mgu["chosen_seed"]
 
 
 @pytest.mark.parametrize(
@@ -647,11 +669,34 @@ def test_export_writes_an_onnx_simulator(model_file, tmp_path, capsys):
     assert main(["export", "--model", path, "--format", "onnx", "--out", out]) == 0
     printed = capsys.readouterr().out
     assert "inputs: u (batch, N, 1) (physical units: u)" in printed
+    assert "output: y (batch, N, 1) (physical units: y)" in printed  # named after the channel
     assert printed.strip().splitlines()[-1] == f"onnx: {out}"
     session = onnxruntime.InferenceSession(out, providers=["CPUExecutionProvider"])
+    assert [o.name for o in session.get_outputs()] == ["y"]
     (y,) = session.run(None, {"u": data.test.u[None].astype("float32")})
     want = found.simulate(data.test.u)
     np.testing.assert_allclose(y[0], want, atol=1e-4 * np.abs(want).max())
+
+
+@BACKEND_INDEPENDENT
+@pytest.mark.skipif(
+    not all(importlib.util.find_spec(m) for m in ("jax", "jax2onnx", "tensorflow", "onnx")),
+    reason="needs JAX, jax2onnx and TensorFlow (whose start-up lines are the subject)",
+)
+def test_export_on_jax_keeps_tensorflows_start_up_lines_off_stderr(model_file, tmp_path):
+    """Keras's serialisation imports TensorFlow on JAX too; its native lines are not printed."""
+    out = tmp_path / "mgu.onnx"
+    argv = ["export", "--model", model_file[0], "--out", str(out), "--backend", "jax"]
+    env = subprocess_env(KERAS_BACKEND="jax")
+    env.pop("TF_CPP_MIN_LOG_LEVEL")  # as a user runs it
+    done = subprocess.run(
+        [sys.executable, "-m", "keras_mgu", *argv], capture_output=True, text=True, cwd=ROOT,
+        env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0 and out.is_file(), done.stderr[-3000:]
+    noise = ("oneDNN", "cuda", "cpu_feature_guard", "absl::InitializeLog")
+    assert not [line for line in done.stderr.splitlines() if any(n in line for n in noise)]
+    assert done.stdout.strip().splitlines()[-1] == f"onnx: {out}"
 
 
 @BACKEND_INDEPENDENT

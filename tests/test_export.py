@@ -21,7 +21,7 @@ import pytest
 from keras_mgu import MGU
 from keras_mgu import export as mgu_export
 from keras_mgu.kernels import reference
-from tests.helpers import BACKEND, to_numpy
+from tests.helpers import BACKEND, BACKEND_INDEPENDENT, to_numpy
 
 T, D, H = 12, 3, 6
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -193,6 +193,26 @@ def test_check_passes_a_stateless_model():
     mgu_export.check_exportable(build("last"), "tf_saved_model")
 
 
+@BACKEND_INDEPENDENT
+@pytest.mark.parametrize("backend", sorted(mgu_export.ONNX_PACKAGES))
+@pytest.mark.parametrize("python", [(3, 10), (3, 12)])
+def test_missing_onnx_converter_names_the_backends_extra(backend, python, monkeypatch):
+    """No converter for the backend: the error names its own extra, not the one of all three."""
+    model = keras.Sequential([keras.Input((D,)), keras.layers.Dense(1)])
+    converter = mgu_export.ONNX_PACKAGES[backend][1]
+    real = importlib.util.find_spec
+    absent = lambda name, *args: None if name == converter else real(name, *args)  # noqa: E731
+    monkeypatch.setattr(mgu_export.importlib.util, "find_spec", absent)
+    monkeypatch.setattr(mgu_export.keras.backend, "backend", lambda: backend)
+    monkeypatch.setattr(mgu_export.sys, "version_info", python)
+    with pytest.raises(ImportError) as raised:
+        mgu_export.check_exportable(model, "onnx")
+    message = str(raised.value)
+    assert f"on the {backend} backend needs [{converter!r}]" in message
+    assert f'`pip install "keras-mgu[export-{backend}]"`' in message
+    assert ("Python 3.11" in message) == (backend == "jax" and python < (3, 11))
+
+
 # ---------------------------------------------------------------------- docs
 DOC = os.path.join(ROOT, "docs", "deployment.md")
 #: The snippets of docs/deployment.md by position, and where they apply.
@@ -278,16 +298,22 @@ def simulator_feeds(found, u, y, n: int = 5):
     return feeds, found.simulate(u, y[:n])[n:]
 
 
-def run_simulator(path: str, feeds: dict) -> np.ndarray:
+def run_simulator(path: str, feeds: dict, output: str = "y") -> np.ndarray:
+    """The simulation of the file's one output, named ``output`` (the tanks' output is ``y``)."""
     import onnxruntime
 
     session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
     assert sorted(i.name for i in session.get_inputs()) == sorted(feeds)
-    return session.run(None, feeds)[0][0]
+    assert [o.name for o in session.get_outputs()] == [output]
+    return session.run([output], feeds)[0][0]
 
 
 def assert_same_simulation(path: str, found, u, y) -> None:
     """The file simulates as ``found.simulate``, float32 rounding apart, at two lengths."""
+    import onnx
+
+    onnx.checker.check_model(path, full_check=True)  # valid after the output's renaming
+    assert found.output_names == ("y",)
     for steps in (len(u), 60):
         feeds, want = simulator_feeds(found, u[:steps], y[:steps])
         got = run_simulator(path, feeds)
@@ -344,3 +370,86 @@ def test_gru_models_are_not_exported_on_torch(identified, tmp_path):
     with pytest.raises(ValueError, match="on the PyTorch backend.*TensorFlow or JAX"):
         only_gru = dataclasses.replace(learned, runs=[gru], best=0, members=())
         export_simulator(only_gru, str(tmp_path / "g.onnx"))
+
+
+@BACKEND_INDEPENDENT
+@pytest.mark.parametrize(
+    "names, want",
+    [
+        (("y",), "y"),
+        (("y1", "y2"), "y1_y2"),
+        (("level [m]", "flow-rate"), "level_m_flow_rate"),
+        ((), "y"),
+        (("%",), "y"),
+        (("0",), "y_0"),
+        (("u",), "u_sim"),
+        (("y_initial",), "y_initial_sim"),
+    ],
+)
+def test_onnx_output_is_named_after_the_output_channels(names, want):
+    import types
+
+    from keras_mgu.sysid.standalone import onnx_output_name
+
+    assert onnx_output_name(types.SimpleNamespace(output_names=names)) == want
+
+
+@BACKEND_INDEPENDENT
+def test_renaming_the_onnx_output_keeps_the_graph(tmp_path):
+    """The output renamed where it is made; a value that had its name (read in a Loop) renamed."""
+    onnx = pytest.importorskip("onnx")
+    onnxruntime = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    from keras_mgu.sysid.standalone import _rename_onnx_output
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 2])
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond"], ["cond_out"]),
+            helper.make_node("Add", ["v", "y"], ["v_out"]),  # "y" from the outer graph
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v", TensorProto.FLOAT, [None, 2]),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [None, 2]),
+        ],
+    )
+    graph = helper.make_graph(
+        [
+            helper.make_node("Add", ["x", "x"], ["y"]),
+            helper.make_node("Loop", ["three", "", "x"], ["looped"], body=body),
+            helper.make_node("Mul", ["looped", "x"], ["Identity:0"]),
+        ],
+        "g",
+        [x],
+        [helper.make_tensor_value_info("Identity:0", TensorProto.FLOAT, [None, 2])],
+        [helper.make_tensor("three", TensorProto.INT64, [], [3])],
+    )
+    path = str(tmp_path / "g.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    feeds = {"x": np.array([[1.0, -2.0], [0.5, 3.0]], "float32")}
+
+    def run() -> tuple[list[str], np.ndarray]:
+        session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+        return [o.name for o in session.get_outputs()], session.run(None, feeds)[0]
+
+    _, before = run()
+    np.testing.assert_allclose(before, 7 * feeds["x"] ** 2)  # (x + 3 * 2x) * x
+    _rename_onnx_output(path, "y")
+    onnx.checker.check_model(path, full_check=True)
+    names, after = run()
+    assert names == ["y"]
+    np.testing.assert_array_equal(after, before)
+    # A graph whose output is its input gets an Identity to carry the new name.
+    passed = helper.make_graph([], "p", [x], [helper.make_tensor_value_info("x", 1, [None, 2])])
+    onnx.save(helper.make_model(passed, opset_imports=[helper.make_opsetid("", 17)]), path)
+    _rename_onnx_output(path, "y")
+    names, after = run()
+    assert names == ["y"]
+    np.testing.assert_array_equal(after, feeds["x"])

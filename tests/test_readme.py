@@ -115,6 +115,22 @@ def test_each_backend_is_an_extra():
     assert any(d.startswith("nonlinear-benchmarks") for d in extras["dev"])
 
 
+@BACKEND_INDEPENDENT
+def test_each_backend_has_its_own_export_extra():
+    """``export-<backend>``: the runtime and that backend's converter only; ``export``: all."""
+    from keras_mgu.export import ONNX_EXTRAS, ONNX_PACKAGES
+
+    tomllib = pytest.importorskip("tomllib")
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    converters = {"tf2onnx", "jax2onnx", "onnxscript"}
+    for backend, modules in ONNX_PACKAGES.items():
+        names = {re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0] for d in extras[ONNX_EXTRAS[backend]]}
+        assert names == {"onnxruntime", *modules}, backend
+        assert len(names & converters) == 1, backend
+    assert extras["export"] == [f"keras-mgu[{','.join(ONNX_EXTRAS.values())}]"]
+
+
 #: The modules that may import TensorFlow when they are loaded: the TensorFlow backend's own.
 TENSORFLOW_MODULES = {
     "keras_mgu/kernels/tensorflow.py",

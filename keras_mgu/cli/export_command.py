@@ -11,7 +11,8 @@ to measured outputs is an optimisation that stays in Python); encoder models
 take ``u_initial`` (batch, n, n_inputs) and ``y_initial`` (batch, n,
 n_outputs), the first n measured samples, and ``u`` (batch, M, n_inputs),
 the inputs after them. The output is the simulation (batch, N or M,
-n_outputs).
+n_outputs), named after the model's output channels: ``y`` for an output
+``y``, ``y1_y2`` for outputs ``y1`` and ``y2``.
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Load the model, write the ONNX file, print its inputs and outputs; exit status 0."""
-    from keras_mgu.sysid.standalone import export_simulator
+    from keras_mgu.sysid.standalone import export_simulator, import_exporters, onnx_output_name
 
+    import_exporters(args.format)  # before loading: Keras's serialisation imports TensorFlow
     found = load_model(args.model)
     try:
         model = export_simulator(found, args.out, format=args.format)
@@ -66,7 +68,8 @@ def run_command(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot export: {err}") from err
     inputs = ", ".join(f"{x.name} {_shape(x.shape)}" for x in model.inputs)
     print(f"inputs: {inputs} (physical units: {', '.join(found.input_names)})")
-    print(f"output: {_shape(model.output.shape)} ({', '.join(found.output_names)})")
+    output = f"{onnx_output_name(found)} {_shape(model.output.shape)}"
+    print(f"output: {output} (physical units: {', '.join(found.output_names)})")
     print(f"{args.format}: {args.out}")
     return 0
 
