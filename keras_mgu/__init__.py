@@ -44,7 +44,7 @@ _SERIALIZABLE_MODULES = (
     "keras_mgu.ensemble",
     "keras_mgu.derivatives",
     "keras_mgu.callbacks",
-    "keras_mgu.datasets",
+    "keras_mgu.datasets.preprocessing",
     "keras_mgu.sysid",
 )
 

@@ -594,9 +594,9 @@ def test_simulate_writes_the_simulation_and_prints_the_scores(model_file, tmp_pa
     want = found.simulate(test.u, test.y[:7])  # the state set from the first 7 outputs
     np.testing.assert_allclose(y_sim, want, rtol=1e-7)
     free = sysid.score(test.y, found.simulate(test.u), "all")
-    assert re.search(rf"^RMSE: {free:.6g} \(all 160 samples", out, re.MULTILINE), out
+    assert re.search(rf"^RMSE: {free:.6g}, fit [-0-9.]+ % \(all 160 samples", out, re.M), out
     from_7 = sysid.score(test.y, want, "benchmark", 7)
-    assert re.search(rf"^RMSE: {from_7:.6g} \(from sample 7,", out, re.MULTILINE), out
+    assert re.search(rf"^RMSE: {from_7:.6g}, fit [-0-9.]+ % \(from sample 7,", out, re.M), out
     assert out.strip().splitlines()[-1] == f"simulation: {tmp_path / 'sim.csv'}"
 
 
@@ -605,14 +605,14 @@ def test_simulate_without_outputs_runs_from_the_learned_state(model_file, tmp_pa
     csv = write_csv(tmp_path / "inputs.csv", data.test, outputs=False)
     argv = ["simulate", "--model", path, "--data", csv, "--out", str(tmp_path / "sim.csv")]
     assert main(argv) == 0
-    assert "RMSE" not in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "RMSE" not in printed and "not scored: " in printed
     np.testing.assert_allclose(
         read_simulation(tmp_path / "sim.csv")[1], found.simulate(data.test.u), rtol=1e-7
     )
-    with pytest.raises(SystemExit) as exit_info:
-        main([*argv, "--n-initial", "5"])
-    assert exit_info.value.code == 2
-    assert "--n-initial needs the measured outputs" in capsys.readouterr().err
+    assert exit_status([*argv, "--n-initial", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "--n-initial needs the measured outputs" in err and "usage:" not in err
 
 
 @pytest.mark.parametrize("suffix", [".npz", ".mat", ".txt"])
@@ -643,21 +643,71 @@ def test_simulate_and_export_refuse_bad_files(model_file, tmp_path, capsys):
     csv = write_csv(tmp_path / "test.csv", data.test)
     unnamed = dataclasses.replace(found, input_names=(), output_names=())
     unnamed = unnamed.save(tmp_path / "unnamed.kmgu")
-    cases = [
-        (["simulate", "--model", unnamed, "--data", csv], "does not name its input and output"),
-        (["simulate", "--model", path, "--data", str(no_u)], "no column 'u'; available columns"),
-        (["simulate", "--model", str(not_a_model), "--data", csv], "not a keras-mgu model file"),
-        (["simulate", "--model", path, "--data", "/no/such.csv"], "--data: no such file"),
-        (["export", "--model", str(not_a_model)], "cannot load the model"),
-        (["export", "--model", "/no/such.kmgu"], "--model: no such file"),
+    cases = [  # (argv, message, a usage error): data errors are one line, no usage block
+        (["simulate", "--model", unnamed, "--data", csv], "does not name its input and output", 0),
+        (["simulate", "--model", path, "--data", str(no_u)], "no input column(s) ['u']", 0),
+        (["simulate", "--model", str(not_a_model), "--data", csv], "not a keras-mgu model file", 1),
+        (["simulate", "--model", path, "--data", "/no/such.csv"], "--data: no such file", 1),
+        (["export", "--model", str(not_a_model)], "cannot load the model", 1),
+        (["export", "--model", "/no/such.kmgu"], "--model: no such file", 1),
     ]
-    for argv, message in cases:
-        with pytest.raises(SystemExit) as exit_info:
-            main([*argv, "--out", str(tmp_path / "out.file")])
-        assert exit_info.value.code == 2
+    for argv, message, usage in cases:
+        assert exit_status([*argv, "--out", str(tmp_path / "out.file")]) == 2
         err = capsys.readouterr().err
         assert f"keras-mgu {argv[0]}: error:" in err and message in err, err
+        assert ("usage:" in err) == bool(usage), err
     assert not (tmp_path / "out.file").exists()
+
+
+def exit_status(argv) -> int:
+    try:
+        return main(argv)
+    except SystemExit as done:
+        return done.code
+
+
+def test_simulate_reads_what_identify_reads(model_file, tmp_path, capsys):
+    """A header-less file by --columns or by index, --steps-ahead, --n-initial 0, no outputs."""
+    path, found, data = model_file
+    test = data.test
+    bare = tmp_path / "bare.txt"
+    np.savetxt(bare, np.hstack([test.y, test.u]))  # y first: the order of MATLAB's writematrix
+    out = tmp_path / "sim.csv"
+    base = ["simulate", "--model", path, "--data", str(bare), "--out", str(out)]
+    assert main([*base, "--columns", "y", "u", "--steps-ahead", "3", "--n-initial", "6"]) == 0
+    printed = capsys.readouterr().out
+    header, values = read_simulation(out)
+    assert header == ["y_sim", "y_pred3"]
+    np.testing.assert_allclose(values[:, 0], found.simulate(test.u, test.y[:6])[:, 0], rtol=1e-6)
+    want = found.predict(test.u, test.y, steps_ahead=3, n_initial=6)[:, 0]
+    np.testing.assert_allclose(values[:, 1], want, rtol=1e-6)
+    rmse_3 = sysid.rmse(test.y[6:, 0], want[6:])
+    assert re.search(rf"^RMSE: {rmse_3:.6g}, fit [-0-9.]+ % \(3-step-ahead", printed, re.M), printed
+    assert main([*base, "--inputs", "1", "--outputs", "0", "--n-initial", "0"]) == 0
+    printed = capsys.readouterr().out
+    free = found.simulate(test.u)[:, 0]
+    np.testing.assert_allclose(read_simulation(out)[1][:, 0], free, rtol=1e-6)
+    assert "from sample" not in printed and "RMSE: " in printed
+    assert main([*base, "--inputs", "1"]) == 0
+    assert "not scored:" in capsys.readouterr().out
+
+
+def test_data_errors_come_before_the_backend_loads(tmp_path, capsys, monkeypatch):
+    def no_backend(*args):
+        raise AssertionError("the backend was prepared before the data were checked")
+
+    monkeypatch.setattr(keras_mgu.cli, "_prepare_backend", no_backend)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("u,y\n1,2\n3,oops\n")
+    argv = ["identify", "--train", str(bad), "--test", str(bad), "--out", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "'oops'" in err and "usage:" not in err
+    same = tmp_path / "same.csv"
+    same.write_text("u,y\n1,2\n3,4\n")
+    argv = ["identify", "--train", str(same), "--test", str(same), "--inputs", "y"]
+    assert main([*argv, "--outputs", "y", "--out", str(tmp_path)]) == 2
+    assert "column 'y' is selected as an input and as an output" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(not HAS_ONNX_EXPORT, reason="the `export` extra is not installed")

@@ -35,6 +35,7 @@ __all__ = [
     "load_data",
     "own_data",
     "parse_score_weights",
+    "read_inputs",
     "recipe_options",
     "results_row",
     "run",
@@ -398,6 +399,12 @@ def load_data(args: argparse.Namespace):
         raise DataError(" ".join(f"cannot load the data: {err}".split())) from err
 
 
+def read_inputs(args: argparse.Namespace) -> None:
+    """``args.data`` and ``args.scored_from``: the data read and checked before a backend loads."""
+    args.data = load_data(args)
+    args.scored_from = benchmark_n_initial(args, args.data)
+
+
 def benchmark_n_initial(args: argparse.Namespace, data: Any) -> int:
     """Samples the 'benchmark' score leaves out: ``--n-initial``, the protocol's, or 50."""
     protocol = getattr(data, "protocol", None)
@@ -525,7 +532,8 @@ def results_row(
     """
     from keras_mgu.sysid.selection import member_weights
 
-    benchmark = evaluation.from_n or {"rmse": evaluation.rmse, "fit_percent": evaluation.fit_percent}
+    free = {"rmse": evaluation.rmse, "fit_percent": evaluation.fit_percent}
+    benchmark = evaluation.from_n or free
     row = {
         "params": found.model.count_params(),
         "wall_seconds": seconds["wall"],
@@ -565,8 +573,9 @@ def run(args: argparse.Namespace) -> dict[str, dict]:
     """
     import keras
 
-    data = load_data(args)
-    n_initial = benchmark_n_initial(args, data)
+    if getattr(args, "data", None) is None:  # called without main's reading step
+        read_inputs(args)
+    data, n_initial = args.data, args.scored_from
     earlier = report.read_results(args.out)  # refuses a results.json it cannot extend
     backend = keras.backend.backend()
     report.print_data(backend, _data_name(args), data, n_initial)

@@ -166,7 +166,7 @@ def _plot_residual_tests(plt: Any, kind: str, evaluation: Any, out: str) -> str:
 
 
 def plot_results(kind: str, record: Any, evaluation: Any, stopper: Any, out: str) -> str:
-    """``test_simulation.png``, ``test_residual.png``, ``residuals.png``, ``training.png`` in ``out``.
+    """The test plots, ``residuals.png`` and ``training.png`` in the folder ``out``.
 
     Measured vs simulated output, the residual, the residual analysis
     (:func:`keras_mgu.sysid.residual_analysis`) and the training curves.

@@ -1,16 +1,20 @@
 """``keras-mgu simulate``: simulate a saved model on a new experiment's data file.
 
-Reads the model file (``.kmgu``, written by ``keras-mgu identify`` or
-``Identification.save``) and the data file's columns named as the model's
-inputs (delimited text with a header row, ``.mat`` or ``.npz``, as
-``keras-mgu identify --train`` reads them), simulates, and writes one column
-``<output>_sim`` per output (one row per sample, the rows of the data file).
-When the file also has the output columns, prints the RMSE of the
-simulation: over all samples (simulated from the inputs alone, from the state
-the model learned or its estimation record's start), and with
-``--n-initial N`` from sample N on, the state set from the first N measured
-outputs (then the file written is that simulation, its first N rows the
-measured outputs).
+Reads the model file (.kmgu, written by keras-mgu identify or
+Identification.save) and the data file (any file keras-mgu identify reads:
+delimited text with or without a header row, .mat or .npz), its input columns
+by the model's input names (or --inputs, by name or 0-based index; --columns
+names the columns of a file without a header row), simulates, and writes one
+column <output>_sim per output (one row per sample, the rows of the data
+file); with --steps-ahead K also <output>_pred<K>, the K-step-ahead prediction.
+
+When the file also has the output columns (the model's output names, or
+--outputs), prints the RMSE and fit % of the simulation: over all samples
+(simulated from the inputs alone, from the state the model learned or its
+estimation record's start), and with --n-initial N from sample N on, the state
+set from the first N measured outputs (then the file written is that
+simulation, its first N rows the measured outputs; N = 0 is the free run).
+Without them it says so and scores nothing.
 """
 
 from __future__ import annotations
@@ -21,19 +25,21 @@ from typing import Any
 
 from keras_mgu._atomic import write_atomically
 from keras_mgu.cli.backends import BACKENDS
-from keras_mgu.cli.errors import UsageError
-from keras_mgu.cli.identify import positive_int
+from keras_mgu.cli.errors import DataError, UsageError
+from keras_mgu.cli.identify import count, positive_int
 
 __all__ = [
     "add_arguments",
     "check_arguments",
     "load_model",
     "read_data",
+    "read_inputs",
+    "read_table",
     "run_command",
     "write_csv",
 ]
 
-HELP = "simulate a saved model (.kmgu) on a CSV file of inputs; scores when outputs are given"
+HELP = "simulate a saved model (.kmgu) on a data file of inputs; scores when outputs are given"
 DESCRIPTION = (
     __doc__.split("\n\n", 1)[1]
     + """
@@ -41,10 +47,13 @@ examples:
   keras-mgu simulate --model outputs/system_identification/mgu_h32_lr0.01/mgu.kmgu \\
       --data new.csv --out sim.csv
   keras-mgu simulate --model mgu.kmgu --data test.csv --out sim.csv --n-initial 50
+  keras-mgu simulate --model mgu.kmgu --data test.mat --out sim.csv --steps-ahead 10
+  keras-mgu simulate --model mgu.kmgu --data test.txt --columns u y --out sim.csv
+  keras-mgu simulate --model mgu.kmgu --data test.txt --inputs 0 --outputs 1 --out sim.csv
 """
 )
-#: Suffix of the simulated columns' names.
-SIM_SUFFIX = "_sim"
+#: Suffixes of the simulated and the predicted columns' names.
+SIM_SUFFIX, PRED_SUFFIX = "_sim", "_pred"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,18 +61,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, metavar="FILE",
                         help="model file (.kmgu) from keras-mgu identify")  # fmt: skip
     parser.add_argument("--data", required=True, metavar="FILE",
-                        help="the experiment (.csv/.txt/.tsv/.dat/.asc with a header row, .mat "
-                        "or .npz): one row per sample, the model's input columns by name (and "
-                        "its output columns to score)")  # fmt: skip
-    parser.add_argument(
-        "--out",
-        required=True,
-        metavar="CSV",
-        help=f"CSV file for the simulated outputs (<output>{SIM_SUFFIX})",
-    )
-    parser.add_argument("--n-initial", type=positive_int, metavar="N",
+                        help="the experiment: .csv/.txt/.tsv/.dat/.asc (with or without a header "
+                        "row), .mat or .npz; one row per sample")  # fmt: skip
+    parser.add_argument("--inputs", nargs="+", metavar="COLUMN",
+                        help="input columns: names or 0-based indices (default: the model's "
+                        "input names)")  # fmt: skip
+    parser.add_argument("--outputs", nargs="+", metavar="COLUMN",
+                        help="measured output columns to score: names or 0-based indices "
+                        "(default: the model's output names, when the file has them)")  # fmt: skip
+    parser.add_argument("--columns", nargs="+", metavar="NAME",
+                        help="names of all the columns, in order, of a file without a header "
+                        "row (.mat and .npz: instead of their variable names)")  # fmt: skip
+    parser.add_argument("--out", required=True, metavar="CSV",
+                        help=f"CSV file for the simulated outputs (<output>{SIM_SUFFIX}, and "
+                        f"<output>{PRED_SUFFIX}<K> with --steps-ahead)")  # fmt: skip
+    parser.add_argument("--n-initial", type=count, metavar="N",
                         help="set the state from the first N measured outputs and score from "
-                        "sample N on (needs the output columns)")  # fmt: skip
+                        "sample N on (needs the output columns; 0: the free run "
+                        "alone)")  # fmt: skip
+    parser.add_argument("--steps-ahead", type=positive_int, metavar="K",
+                        help="also the K-step-ahead prediction: each sample predicted from the "
+                        "measured outputs up to K samples before it, the state set from the N "
+                        "before that (N: --n-initial, else the model's protocol n, else "
+                        "50); needs the output columns")  # fmt: skip
     parser.add_argument("--backend", choices=tuple(BACKENDS),
                         help="Keras backend (default: $KERAS_BACKEND, else Keras' "
                         "configured one)")  # fmt: skip
@@ -74,36 +94,79 @@ def check_arguments(args: argparse.Namespace) -> None:
     for option, path in (("--model", args.model), ("--data", args.data)):
         if not os.path.isfile(path):
             raise UsageError(f"{option}: no such file: {path!r}")
+    if args.outputs is not None and args.inputs is None:
+        raise UsageError("--outputs goes with --inputs (the model's names select both otherwise)")
 
 
-def read_data(path: str, found: Any) -> tuple[Any, Any]:
-    """``(u (N, n_inputs), y (N, n_outputs) or None)`` from the columns the model names.
+def read_table(args: argparse.Namespace) -> Any:
+    """The data file's columns (read and checked before a backend loads); :class:`DataError`.
 
-    The file is any that :func:`keras_mgu.datasets.load_record` reads (delimited
-    text with a header row, ``.mat``, ``.npz``). ``y`` is None when the file
-    has none of the output columns; some but not all of them is an error.
+    With ``--inputs`` given, the columns are selected here too.
     """
+    from keras_mgu.datasets.loaders import read_table as read
+
+    try:
+        table = read(args.data)
+        if args.columns is not None:
+            table.rename(args.columns)
+        if args.inputs is not None:
+            _select(table, args.inputs, args.outputs or ())
+    except (OSError, ValueError) as err:
+        raise DataError(" ".join(f"cannot read the data: {err}".split())) from err
+    return table
+
+
+def read_inputs(args: argparse.Namespace) -> None:
+    """``args.table``: the data file read before the backend loads (:func:`read_table`)."""
+    args.table = read_table(args)
+
+
+def _select(table: Any, inputs: list[str], outputs: list[str] | tuple) -> tuple[Any, Any]:
     import numpy as np
 
-    from keras_mgu.datasets.loaders import read_table
+    from keras_mgu.datasets.tables import record_from_table
 
+    if outputs:
+        record = record_from_table(table, inputs, outputs)
+        return record.u, record.y
+    cols = [table.index(str(c)) for c in inputs]
+    return np.stack([table.values(i) for i in cols], axis=1), None
+
+
+def read_data(table: Any, found: Any, args: argparse.Namespace) -> tuple[Any, Any]:
+    """``(u (N, n_inputs), y (N, n_outputs) or None)`` from the columns the model or options name.
+
+    ``y`` is None when the file has none of the model's output columns (and
+    no ``--outputs``); some but not all of them is an error.
+    """
     inputs, outputs = list(found.input_names), list(found.output_names)
+    if args.inputs is not None:
+        if len(args.inputs) != len(inputs) or len(args.outputs or outputs) != len(outputs):
+            raise ValueError(
+                f"the model has {len(inputs)} input(s) {inputs} and {len(outputs)} output(s) "
+                f"{outputs}; --inputs and --outputs must name as many columns."
+            )
+        return _select(table, args.inputs, args.outputs or ())
     if not inputs or not outputs:
         raise ValueError(
-            "the model file does not name its input and output channels (an Identification "
-            "saved without them); name them (input_names, output_names) and save it again."
+            "the model file does not name its input and output channels; select the columns "
+            "with --inputs (and --outputs)."
         )
-    table = read_table(path)
     names = table.names or ()
+    missing_in = [name for name in inputs if name not in names]
+    if missing_in:
+        raise ValueError(
+            f"{table.path!r} has no input column(s) {missing_in} (the model's input names); "
+            f"{table._available()}; or select them with --inputs"
+        )
     present = [name for name in outputs if name in names]
     if present and len(present) < len(outputs):
         missing = [name for name in outputs if name not in names]
         raise ValueError(
-            f"{path!r} has the output column(s) {present} but not {missing}; give all of the "
+            f"{table.path!r} has the output column(s) {present} but not {missing}; give all of the "
             "model's outputs (to score) or none (to simulate only)."
         )
-    values = np.stack([table.values(table.index(name)) for name in inputs + present], axis=1)
-    return values[:, : len(inputs)], (values[:, len(inputs) :] if present else None)
+    return _select(table, inputs, present)
 
 
 def write_csv(path: str, names: list[str], values: Any) -> None:
@@ -126,43 +189,82 @@ def load_model(path: str) -> Any:
         raise UsageError(f"cannot load the model: {err}") from err
 
 
-def run(args: argparse.Namespace) -> dict[str, float]:
+def run(args: argparse.Namespace) -> dict[str, Any]:
     """Simulate, write the CSV file, print the scores; returns them (empty without outputs)."""
-    from keras_mgu.sysid import score
+    from keras_mgu import sysid
 
+    table = args.table if getattr(args, "table", None) is not None else read_table(args)
     found = load_model(args.model)
     try:
-        u, y = read_data(args.data, found)
+        u, y = read_data(table, found, args)
     except (OSError, ValueError) as err:
-        raise UsageError(f"cannot read the data: {err}") from err
-    n = args.n_initial
-    if n is not None and y is None:
-        raise UsageError(
-            f"--n-initial needs the measured outputs: {args.data!r} has no output column "
-            f"{list(found.output_names)}"
-        )
-    if n is not None and n >= len(u):
-        raise UsageError(f"--n-initial {n} leaves no sample of the {len(u)} in {args.data!r}")
+        raise DataError(" ".join(f"cannot read the data: {err}".split())) from err
+    n, k = _check_request(args, found, u, y)
     print(f"model: {args.model} ({_describe(found)}); data: {len(u)} samples of {args.data}")
-    y_free = found.simulate(u)
-    y_sim = y_free if n is None else found.simulate(u, y[:n])
-    names = [f"{name}{SIM_SUFFIX}" for name in found.output_names]
-    write_csv(args.out, names, y_sim)
-    scores = {}
-    if y is not None:
-        scores["rmse"] = score(y, y_free, "all")
-        print(f"RMSE: {scores['rmse']:.6g} (all {len(u)} samples, from the model's start state)")
-    if n is not None:
-        scores["rmse_from_n"] = score(y, y_sim, "benchmark", n)
-        print(f"RMSE: {scores['rmse_from_n']:.6g} (from sample {n}, the state set from the first "
-              f"{n} measured outputs)")  # fmt: skip
-    print(f"simulation: {args.out}")
-    return scores
+    columns = [f"{name}{SIM_SUFFIX}" for name in found.output_names]
+    if y is None:
+        print(f"not scored: {args.data!r} has no output column {list(found.output_names)} "
+              "(give them, or --outputs, to score the simulation)")  # fmt: skip
+        _write(args.out, columns, [found.simulate(u)])
+        return {}
+    evaluation = sysid.evaluate(found, u, y, n, k)
+    _print_scores(evaluation, len(u))
+    sims = [evaluation.from_n["simulation"] if evaluation.from_n else evaluation.simulation]
+    if k is not None:
+        columns += [f"{name}{PRED_SUFFIX}{k}" for name in found.output_names]
+        sims.append(found.predict(u, y, steps_ahead=k, n_initial=n))
+    _write(args.out, columns, sims)
+    return evaluation.to_dict()
+
+
+def _check_request(args: argparse.Namespace, found: Any, u: Any, y: Any) -> tuple[int, Any]:
+    """``(n, k)`` of ``--n-initial``/``--steps-ahead``, checked against the data."""
+    n, k = args.n_initial, args.steps_ahead
+    for option, value in (("--n-initial", n), ("--steps-ahead", k)):
+        if value is not None and y is None:
+            raise DataError(
+                f"{option} needs the measured outputs: {args.data!r} has no output column "
+                f"{list(found.output_names)} (or give --outputs)"
+            )
+    if k is not None:
+        n = found.resolve_n_initial(n)
+        if n == 0:
+            raise UsageError("--steps-ahead needs --n-initial >= 1 (a prediction starts from "
+                             "measured outputs)")  # fmt: skip
+    n = 0 if n is None else n
+    if n >= len(u):
+        raise DataError(f"--n-initial {n} leaves no sample of the {len(u)} in {args.data!r}")
+    return n, k
+
+
+def _print_scores(evaluation: Any, n_samples: int) -> None:
+    fit = lambda values: ", ".join(f"{v:.1f}" for v in values) + " %"  # noqa: E731
+    print(f"RMSE: {evaluation.rmse:.6g}, fit {fit(evaluation.fit_percent)} (all {n_samples} "
+          "samples, from the model's start state)")  # fmt: skip
+    n = evaluation.n_initial
+    if evaluation.from_n is not None:
+        r = evaluation.from_n
+        print(f"RMSE: {r['rmse']:.6g}, fit {fit(r['fit_percent'])} (from sample {n}, the state "
+              f"set from the first {n} measured outputs)")  # fmt: skip
+    if evaluation.prediction is not None:
+        r = evaluation.prediction
+        print(f"RMSE: {r['rmse']:.6g}, fit {fit(r['fit_percent'])} ({r['steps_ahead']}-step-ahead "
+              f"prediction, from sample {n})")  # fmt: skip
+    print(f"residuals: {evaluation.residuals.summary()}")
+
+
+def _write(path: str, columns: list[str], sims: list[Any]) -> None:
+    import numpy as np
+
+    write_csv(path, columns, np.concatenate(sims, axis=1))
+    print(f"simulation: {path}")
 
 
 def _describe(found: Any) -> str:
+    from keras_mgu.sysid.selection import describe_members
+
     config = found.config
-    runs = f"average of {len(set(found.members))} runs" if found.members else "one run"
+    runs = describe_members(found.members or (found.best,))
     return f"{config.cell.upper()} {list(config.units)}, {config.initial_state} state, {runs}"
 
 

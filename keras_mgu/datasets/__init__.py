@@ -1,7 +1,9 @@
 """System-identification data: records, a cascaded-tanks simulator and loaders.
 
 Everything here is plain NumPy (no backend code), so the arrays can be fed to
-any Keras backend.
+any Keras backend. Only :class:`Normalizer` and :func:`make_windows` import
+Keras, on first use, so reading and checking data files does not load a
+backend.
 
 * :class:`Record`: one input/output experiment, ``u`` ``(N, n_inputs)`` and
   ``y`` ``(N, n_outputs)`` sampled every ``ts`` seconds; :class:`SysIdData`
@@ -65,7 +67,6 @@ from keras_mgu.datasets.plants import (
     simulate_two_mass_drive,
     simulate_wiener_hammerstein,
 )
-from keras_mgu.datasets.preprocessing import Normalizer, make_windows
 from keras_mgu.datasets.protocols import (
     NONLINEAR_BENCHMARKS_VERSION,
     PROTOCOLS,
@@ -112,3 +113,14 @@ __all__ = [
     "simulate_wiener_hammerstein",
     "zoo_plant",
 ]
+
+#: Names whose module imports Keras: loaded on first use (PEP 562).
+_KERAS_NAMES = {"Normalizer", "make_windows"}
+
+
+def __getattr__(name: str):
+    if name in _KERAS_NAMES:
+        from keras_mgu.datasets import preprocessing
+
+        return getattr(preprocessing, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

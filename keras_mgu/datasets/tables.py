@@ -130,6 +130,13 @@ def record_from_table(
     if columns is not None:
         table.rename(columns)
     picked = [table.index(s) for s in inputs + outputs]
+    both = sorted(set(picked[: len(inputs)]) & set(picked[len(inputs) :]))
+    if both:
+        labels = ", ".join(table.column_label(i) for i in both)
+        raise ValueError(
+            f"{table.path}: {labels} is selected as an input and as an output; a model "
+            "predicts its outputs from other columns: give different input and output columns."
+        )
     data = np.stack([table.values(i) for i in picked], axis=1)
     labels = None if table.names is None else [table.names[i] for i in picked]
     if name is None:

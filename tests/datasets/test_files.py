@@ -162,6 +162,10 @@ def test_column_names_and_indices_are_checked(tmp_path):
         load_record(bare, [], ["1"])
     with pytest.raises(FileNotFoundError, match="nowhere.mat"):
         load_record(tmp_path / "nowhere.mat", ["u"], ["y"])
+    with pytest.raises(ValueError, match=r"column 'y' is selected as an input and as an output"):
+        load_record(path, ["y"], ["y"])
+    with pytest.raises(ValueError, match=r"column 1 \(0-based\) is selected as an input and"):
+        load_record(bare, ["0", "1"], ["1"])
 
 
 def test_malformed_mat_and_npz_files(tmp_path):
