@@ -1,12 +1,15 @@
 """The ``keras-mgu`` command line starts quickly and quietly.
 
 ``--help`` and usage errors import neither Keras nor a backend; a backend
-that is not installed is one line naming what to install; the backends'
-start-up lines are hidden unless ``--verbose``.
+that is not installed is one line naming what to install, one that is
+installed but fails to import is one line naming the error and the reinstall;
+the backends' start-up lines are hidden unless ``--verbose``; PyTorch gets
+``OMP_WAIT_POLICY=PASSIVE`` unless the user set it.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -167,3 +170,89 @@ def test_quiet_backend_logs_keeps_the_users_settings(monkeypatch):
     monkeypatch.setenv("GRPC_VERBOSITY", "DEBUG")
     backends.quiet_backend_logs()
     assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "3" and os.environ["GRPC_VERBOSITY"] == "DEBUG"
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_broken_backend_is_one_line_naming_the_error_and_the_reinstall(tmp_path, verbose):
+    """An installed JAX whose import fails: one line, status 2; ``--verbose`` adds the traceback."""
+    fake = tmp_path / "site" / "jax"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        "import sys\nsys.stderr.write('jaxlib start-up noise\\n')\n"
+        "raise ImportError('jaxlib is broken')\n"
+    )
+    out = tmp_path / "out"
+    argv = ["identify", "--quick", "--backend", "jax", "--out", str(out)]
+    done = subprocess.run(
+        [sys.executable, "-m", "keras_mgu", *argv, *(["--verbose"] if verbose else [])],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        env=child_env(PYTHONPATH=os.pathsep.join([str(fake.parent), ROOT])),
+    )  # fmt: skip
+    line = (
+        "keras-mgu identify: error: the jax backend is installed but failed to import "
+        "(ImportError: jaxlib is broken); reinstall it with: "
+        'pip install --force-reinstall "keras-mgu[jax]"'
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert not out.exists() and "running again" not in done.stdout
+    lines = done.stderr.splitlines()
+    if verbose:
+        assert lines[0] == "jaxlib start-up noise" and "Traceback" in done.stderr
+        assert lines[-2:] == ["ImportError: jaxlib is broken", line]
+    else:
+        assert lines == [line + "; --verbose shows the whole error"]
+
+
+def test_import_keras_keeps_the_failed_imports_output(tmp_path, monkeypatch):
+    """Quiet: the import's stderr is kept on the error, not written; Keras's failure is named."""
+    (tmp_path / "torch.py").write_text(
+        "import os\nos.write(2, b'libtorch noise\\n')\n"
+        "raise OSError('libtorch_cpu.so: cannot open shared object file')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "keras")  # restored afterwards; torch is not imported
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    with pytest.raises(backends.BackendImportError) as raised:
+        backends.import_keras("torch")
+    assert str(raised.value) == (
+        "the torch backend is installed but failed to import (OSError: libtorch_cpu.so: cannot "
+        "open shared object file); reinstall it with: "
+        'pip install --force-reinstall "keras-mgu[torch]"'
+    )
+    assert raised.value.output == "libtorch noise\n"
+    assert isinstance(raised.value.__cause__, OSError)
+
+
+def test_import_failure_names_keras_and_an_inner_error():
+    tf_style = ImportError(
+        'Traceback (most recent call last):\n  File "x.py", line 1\n'
+        "ImportError: libcudart.so.12: cannot open shared object file\n\n"
+        "Failed to load the native TensorFlow runtime.\nSee https://www.tensorflow.org/install"
+    )
+    assert backends.error_summary(tf_style) == (
+        "ImportError: libcudart.so.12: cannot open shared object file"
+    )
+    assert backends.error_summary(RuntimeError("x" * 1000)).endswith("x...")
+    assert len(backends.error_summary(RuntimeError("x" * 1000))) == 300
+    message = backends._import_failure("keras", "jax", AttributeError("no attribute 'ops'"))
+    assert message == (
+        "Keras failed to import with the jax backend (AttributeError: no attribute 'ops'); "
+        'reinstall it with: pip install --force-reinstall "keras-mgu[jax]"'
+    )
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "tensorflow"])
+def test_torch_gets_a_passive_openmp_wait_policy_unless_set(monkeypatch, backend):
+    """``OMP_WAIT_POLICY=PASSIVE`` before PyTorch loads; a user's own value wins; others: unset."""
+    for name in (*backends.QUIET_ENVIRONMENT, "OMP_WAIT_POLICY"):
+        monkeypatch.setenv(name, "placeholder")  # restored afterwards
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("KERAS_BACKEND", backend)
+    monkeypatch.setattr(backends, "missing_backend", lambda name: None)
+    args = argparse.Namespace(backend=None, verbose=False, subparser=None)
+    assert keras_mgu.cli._prepare_backend(args, []) is None  # Keras is loaded: no import
+    expected = "PASSIVE" if backend == "torch" else None
+    assert os.environ.get("OMP_WAIT_POLICY") == expected
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    backends.prepare_environment(backend)
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"

@@ -39,6 +39,7 @@ import argparse
 import os
 import subprocess
 import sys
+import traceback
 from collections.abc import Sequence
 
 from keras_mgu._version import __version__
@@ -97,7 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
             name, help=module.HELP, description=module.DESCRIPTION, formatter_class=HelpFormatter
         )
         module.add_arguments(sub)
-        sub.set_defaults(check=module.check_arguments, handler=module.run_command, subparser=sub)
+        sub.set_defaults(
+            check=module.check_arguments, handler=module.run_command, subparser=sub,
+            read=getattr(module, "read_inputs", None),
+        )  # fmt: skip
     return parser
 
 
@@ -135,13 +139,18 @@ def _fail(args: argparse.Namespace, message: str) -> int:
 
 
 def _prepare_backend(args: argparse.Namespace, argv: Sequence[str]) -> int | None:
-    """Check the backend is installed and select it; an exit status when it cannot run here.
+    """Check the backend is installed, select it and import it; an exit status when it cannot run.
 
     The backend is ``--backend``, else the one Keras would load
     (:func:`~keras_mgu.cli.backends.configured_backend`: ``$KERAS_BACKEND``,
     ``keras.json``, else TensorFlow) when it names one of
     :data:`~keras_mgu.cli.backends.BACKENDS` (other backends are checked by
-    Keras itself).
+    Keras itself). Before it loads, the environment it reads is set
+    (:func:`~keras_mgu.cli.backends.prepare_environment`: for PyTorch,
+    ``OMP_WAIT_POLICY=PASSIVE`` unless set). A backend (or Keras) that is
+    installed but fails to import is one line naming it, the error and the
+    reinstall command; ``--verbose`` also shows the import's output and
+    traceback.
     """
     backend = getattr(args, "backend", None)
     wanted = backend or backends.configured_backend()
@@ -157,11 +166,19 @@ def _prepare_backend(args: argparse.Namespace, argv: Sequence[str]) -> int | Non
             if others and "backend" in args:
                 missing += f", or choose an installed one with --backend {'|'.join(others)}"
         return _fail(args, f"{source} {wanted}: {missing}")
+    backends.prepare_environment(wanted)
     if backend and not backends.use_backend(backend) and backend != _current_backend():
         return _restart_with_backend(argv, backend)
-    if not getattr(args, "verbose", False):
+    verbose = getattr(args, "verbose", False)
+    if not verbose:
         backends.quiet_backend_logs()
-        backends.import_keras_quietly()
+    try:
+        backends.import_keras(wanted, quiet=not verbose)
+    except backends.BackendImportError as err:
+        if verbose:
+            traceback.print_exception(err.__cause__, file=sys.stderr)
+        hint = "; --verbose shows the whole error" if "verbose" in args and not verbose else ""
+        return _fail(args, f"{err}{hint}")
     return None
 
 
@@ -170,13 +187,16 @@ def main(argv: list[str] | None = None) -> int:
 
     Returns the exit status (0 on success). Bad arguments exit through
     ``argparse`` (status 2, with the usage and a message on stderr); bad data
-    (a file that cannot be read as a record) and a backend that is not
-    installed give status 2 and one line ``keras-mgu COMMAND: error: ...``.
+    (a file that cannot be read as a record, read before the backend is
+    imported) and a backend that is not installed give status 2 and one line
+    ``keras-mgu COMMAND: error: ...``.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     try:
         args.check(args)
+        if args.read is not None:  # the data, read and checked before a backend loads
+            args.read(args)
         status = _prepare_backend(args, argv)
         if status is not None:
             return status
