@@ -42,12 +42,16 @@ def test_system_identification_compare_on_simulated_tanks(tmp_path, capsys):
     out = capsys.readouterr().out
     rmse = reported_rmse(out)
     assert np.isfinite(rmse) and rmse > 0
+    assert out.index("estimated training time") < out.index("== MGU")  # before any training
+    for kind in ("MGU", "GRU", "LSTM"):
+        assert re.search(rf"^  {kind}: [0-9.]+ ms per step, 4 iterations, \d runs: about ", out,
+                         flags=re.MULTILINE), kind  # fmt: skip
     for kind in ("mgu", "gru", "lstm"):
         for name in ("test_simulation", "test_residual", "training"):
             path = tmp_path / f"{kind}_h4_lr0.01" / f"{name}.png"
             assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert re.search(
-        r"^\| LSTM \| lstm_h4_lr0.01/ \| \d+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$",
+        r"^\| LSTM \| lstm_h4_lr0.01/ \| \d+ \| \d+ \| [0-9.]+ \| -?[0-9.]+ \| [0-9.]+ \|$",
         out,
         flags=re.MULTILINE,
     )

@@ -80,6 +80,7 @@ class _RampModel:
 
     n_initial = None
     score = Identification.score
+    resolve_n_initial = Identification.resolve_n_initial
 
     def __init__(self, records):
         self.records, self.given = records, []

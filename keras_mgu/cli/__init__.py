@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import traceback
@@ -64,15 +65,28 @@ COMMANDS = {
 _RESTARTED = "KERAS_MGU_CLI_RESTARTED"
 
 
+_REST_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
+_REST_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain_text(text: str) -> str:
+    """``text`` without reStructuredText markup: ``:func:`f``` and ````x```` become ``f``, ``x``."""
+    return _REST_LITERAL.sub(r"\1", _REST_ROLE.sub(r"\1", text))
+
+
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Keeps descriptions as written and appends ``(default: ...)`` to options with one.
+    """Keeps descriptions as written, less their reST markup (:func:`plain_text`),
+    and appends ``(default: ...)`` to options with one.
 
     Options whose default is ``None`` or ``False`` (derived values, flags) say
     so in their own help text.
     """
 
+    def _format_text(self, text: str) -> str:
+        return super()._format_text(plain_text(text))
+
     def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
+        text = plain_text(action.help or "")
         default = action.default
         if "%(default)" in text or not action.option_strings:
             return text

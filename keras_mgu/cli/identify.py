@@ -91,6 +91,8 @@ DATASETS = {
 }
 #: ``--steps-ahead``'s default: the one-step-ahead prediction.
 STEPS_AHEAD = 1
+#: An estimate above this many seconds prints how to bound the training.
+LONG_ESTIMATE_S = 600.0
 #: Models of ``--compare`` (the first alone without it).
 MODELS = ("MGU", "GRU", "LSTM")
 #: ``--n-initial`` of records without a scoring protocol: test samples the 'benchmark'
@@ -280,7 +282,9 @@ def _add_recipe_arguments(group: argparse._ArgumentGroup) -> None:
                        "'best': keep the run best on validation")  # fmt: skip
     group.add_argument("--seed", type=int, default=0, help="seed of the first run")
     group.add_argument("--compare", action="store_true",
-                       help="also train GRU and LSTM models with the same recipe")  # fmt: skip
+                       help="also train Keras's GRU and LSTM with the same recipe (their runs "
+                       "side by side as one population, as the MGU's); prints each model's "
+                       "estimated training time first, from a few timed steps")  # fmt: skip
 
 
 def _merge_csv_options(args: argparse.Namespace) -> None:
@@ -579,6 +583,8 @@ def run(args: argparse.Namespace) -> dict[str, dict]:
     earlier = report.read_results(args.out)  # refuses a results.json it cannot extend
     backend = keras.backend.backend()
     report.print_data(backend, _data_name(args), data, n_initial)
+    if args.compare:
+        print_estimates(data, args)
     results = {kind: identify_model(kind, data, args, n_initial) for kind in _models(args)}
     summary = {
         "backend": backend,
@@ -594,6 +600,36 @@ def run(args: argparse.Namespace) -> dict[str, dict]:
     print(f"\nresults: {path}")
     report.print_summary(results, data.test, n_initial, getattr(data, "protocol", None))
     return results
+
+
+#: Steps of each model timed for ``--compare``'s estimate (after one untimed step).
+ESTIMATE_STEPS = 3
+
+
+def print_estimates(data: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Print how long each model of ``--compare`` will train here, before any trains.
+
+    Each estimate times :data:`ESTIMATE_STEPS` training steps of the model's
+    first run (:func:`keras_mgu.sysid.estimate_training`). Returns the
+    estimates by model.
+    """
+    from keras_mgu.sysid.timing import describe_seconds, estimate_training
+
+    print(f"\nestimated training time on this machine ({ESTIMATE_STEPS} timed steps of each "
+          "model's first run, times its iterations and runs):", flush=True)  # fmt: skip
+    estimates = {}
+    for kind in _models(args):
+        found = estimate_training(data, build_config(args, kind.lower()), args.restarts,
+                                  ESTIMATE_STEPS, args.seed)  # fmt: skip
+        estimates[kind] = found
+        print(f"  {kind}: {1000 * found.step_seconds:.1f} ms per step, {found.iterations} "
+              f"iterations, {found.runs} runs: about {describe_seconds(found.seconds)}",
+              flush=True)  # fmt: skip
+    if args.time_budget is not None:
+        print(f"  --time-budget caps each model at {describe_seconds(args.time_budget)}")
+    elif max(e.seconds for e in estimates.values()) > LONG_ESTIMATE_S:
+        print("  bound the slow ones with --iterations N or --time-budget SECONDS")
+    return estimates
 
 
 def _models(args: argparse.Namespace) -> tuple[str, ...]:

@@ -9,6 +9,8 @@
 * :mod:`~keras_mgu.sysid.linear`: :class:`LinearModel`, the ARX model fitted
   first, and :func:`select_linear_model`.
 * :mod:`~keras_mgu.sysid.run`: :func:`train_simulator`, one run.
+* :mod:`~keras_mgu.sysid.timing`: :func:`estimate_training`, how long the
+  recipe will train a model, from a few timed steps.
 * :mod:`~keras_mgu.sysid.recipe`: :func:`identify` (restarts of both
   structures, the choice on validation).
 * :mod:`~keras_mgu.sysid.selection`: choosing among the runs on validation,
@@ -60,6 +62,7 @@ from keras_mgu.sysid.scoring import CONVENTIONS, fit_percent, rmse, score
 from keras_mgu.sysid.selection import SELECTION_RULES, greedy_ensemble
 from keras_mgu.sysid.signals import SignalPath
 from keras_mgu.sysid.state import fit_initial_state
+from keras_mgu.sysid.timing import TrainingEstimate, estimate_training
 from keras_mgu.sysid.tuning import DEFAULT_SPACE, TuneResult, check_space, tune
 from keras_mgu.sysid.windows import TrainingWindows
 
@@ -78,10 +81,12 @@ __all__ = [
     "SELECTION_RULES",
     "SignalPath",
     "Structure",
+    "TrainingEstimate",
     "TrainingWindows",
     "TuneResult",
     "build_simulator",
     "check_space",
+    "estimate_training",
     "evaluate",
     "fit_initial_state",
     "fit_percent",

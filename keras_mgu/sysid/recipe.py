@@ -34,7 +34,7 @@ from keras_mgu.sysid.signals import SignalPath
 __all__ = ["RunResult", "Structure", "identify", "structures", "train_simulator"]
 
 
-def _network_records(path: SignalPath, data: SysIdData, continues: bool) -> tuple[Record, Record]:
+def network_records(path: SignalPath, data: SysIdData, continues: bool) -> tuple[Record, Record]:
     """The estimation and validation records as the network sees them."""
     est, val = data.estimation, data.validation
     if not continues:
@@ -207,7 +207,7 @@ class _Trainer:
         self.data, self.population = data, bool(population)
         self.verbose, self.callbacks = verbose, callbacks
         self.records = {
-            o.name: _network_records(o.path, data, o.config.validation_continues) for o in options
+            o.name: network_records(o.path, data, o.config.validation_continues) for o in options
         }
         self.left = restarts + len(options) - 1  # runs still to train
         self.budget = options[0].config.time_budget

@@ -76,7 +76,9 @@ def fit_percent(y: Any, y_sim: Any) -> np.ndarray:
     if y.ndim == 1:
         y, y_sim = y[:, None], y_sim.reshape(-1, 1)
     if y.shape != y_sim.shape or y.ndim != 2:
-        raise ValueError(f"`y` {y.shape} and `y_sim` {y_sim.shape} must both be (N, n_outputs).")
+        raise ValueError(
+            f"`y` {y.shape} and `y_sim` {y_sim.shape} must have the same shape (N, n_outputs)."
+        )
     if len(y) == 0:
         raise ValueError("Cannot score an empty record.")
     spread = np.linalg.norm(y - y.mean(axis=0), axis=0)

