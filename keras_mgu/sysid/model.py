@@ -109,7 +109,8 @@ def build_simulator(
             the sample time.
         seed: Seeds the weight initialisation (``keras.utils.set_random_seed``).
         cell: ``"mgu"`` (default), or ``"gru"`` / ``"lstm"`` (Keras's built-in
-            layers, for comparison; the LSTM learns both of its states).
+            layers, for comparison; the LSTM learns both of its states; their
+            settings keep Keras's cuDNN path open on a GPU).
         encoder_lag: ``None``: one input ``u`` and the learned (or zero)
             initial state. An int ``n >= 1``: inputs ``[u_past, y_past, u]``
             and the encoder's initial states (``learn_initial_state`` is then

@@ -54,6 +54,20 @@ def test_lstm_learns_both_states_and_gru_runs():
     assert gru.predict(np.zeros((1, 4, 1), "float32"), verbose=0).shape == (1, 4, 1)
 
 
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_keras_layers_keep_their_cudnn_path_eligible(cell):
+    """Keras runs its GRU and LSTM on cuDNN on a GPU only with these settings (its conditions)."""
+    model = build_simulator(1, 1, units=(3, 2), cell=cell, seed=0)
+    layers = [layer for layer in model.layers if layer.name.startswith(f"{cell}_")]
+    assert len(layers) == 2
+    for layer in layers:
+        assert layer.use_cudnn == "auto" and not layer.unroll and layer.cell.use_bias
+        assert layer.cell.recurrent_dropout == 0 and layer.cell.dropout == 0
+        assert layer.cell.activation is keras.activations.tanh
+        assert layer.cell.recurrent_activation is keras.activations.sigmoid
+        assert cell == "lstm" or layer.cell.reset_after
+
+
 def test_save_and_load_give_the_same_simulation(tmp_path, rng):
     model = build_simulator(1, 1, units=4, seed=2)
     model.get_layer("initial_state_0_0").state.assign(np.full(4, 0.3, "float32"))

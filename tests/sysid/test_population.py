@@ -32,8 +32,13 @@ def records():
     return data, norm.transform(data.estimation), norm.transform(data.validation)
 
 
-@pytest.mark.parametrize("config", [TINY, ENCODER], ids=["learned", "encoder"])
+@pytest.mark.parametrize(
+    "config",
+    [TINY, ENCODER, dataclasses.replace(TINY, cell="gru"), dataclasses.replace(TINY, cell="lstm")],
+    ids=["learned", "encoder", "keras-gru", "keras-lstm"],
+)
 def test_population_equals_runs_one_by_one(records, config):
+    """Also Keras's GRU and LSTM (``--compare``): their runs train side by side as branches."""
     _, est, val = records
     config = config.resolved(est.n_samples)
     seeds = [0, 7, 3]
@@ -63,6 +68,8 @@ def test_identify_chooses_the_same_run_either_way(records):
     at_once = identify(data, config, restarts=3, seed=2, population=True)
     assert at_once.best == one_by_one.best
     assert [r.seed for r in at_once.runs] == [r.seed for r in one_by_one.runs] == [2, 1002, 2002]
+    # Runs trained side by side report the population's wall time: one figure for both.
+    assert at_once.runs[1].seconds == at_once.runs[2].seconds
     np.testing.assert_allclose(
         [r.validation_rmse for r in at_once.runs],
         [r.validation_rmse for r in one_by_one.runs],
