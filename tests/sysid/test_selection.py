@@ -92,3 +92,14 @@ def test_identify_averages_the_runs_chosen_on_validation(tanks):
     y0 = tanks.test.y[:5]
     sims = [found.run_alone(k).simulate(u, y0) for k in found.members]
     np.testing.assert_allclose(found.simulate(u, y0), np.mean(sims, axis=0), rtol=1e-6, atol=1e-9)
+
+
+def test_the_selection_is_said_in_words_runs_numbered_from_one():
+    from keras_mgu.sysid.selection import describe_members, member_weights
+
+    assert describe_members((2,)) == describe_members((2, 2, 2)) == "run 3 alone"
+    assert describe_members((1, 1, 0)) == (
+        "the weighted average of run 2 (weight 2/3) and run 1 (weight 1/3)"
+    )
+    assert describe_members((0, 3, 1)).count("weight 1/3") == 3
+    assert member_weights((1, 1, 0)) == pytest.approx({1: 2 / 3, 0: 1 / 3})
