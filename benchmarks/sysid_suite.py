@@ -384,9 +384,8 @@ def report(out: str, peers: str | None = None) -> str:
             _row(benchmark, backend, results, statistics.median(r["test_all"] for r in results),
                  _validation_median(results))
         )  # fmt: skip
-    for (benchmark, peer), results in load_peer_results(peers).items():
+    for (benchmark, label), results in load_peer_results(peers).items():
         validation = f"{statistics.median(r['validation_rmse'] for r in results):.3f}"
-        label = f"{peer} (deepSI {results[0]['deepsi_version']})"
         rows.setdefault(benchmark, []).append(_row(benchmark, label, results, None, validation))
     order = {name: i for i, name in enumerate(BENCHMARKS)}
     for benchmark in sorted(rows, key=lambda name: (order.get(name, 99), name)):
@@ -407,28 +406,47 @@ def _row(benchmark: str, label: str, results: list[dict], start, validation: str
     )
 
 
+#: Each peer's environment (``benchmarks/peers/README.md``).
+PEER_ENVIRONMENTS = {"subnet": "peers-venv", "tsfast_gru": "peers-tsfast-venv"}
+
+
+def peer_label(result: dict) -> str:
+    """A peer row's name: the peer, its toolkit's version and, for tsfast, its time cap.
+
+    ``"SUBNET (deepSI 0.4.4)"``; ``"tsfast GRU (0.5.0, its 10 epochs)"`` or
+    ``"tsfast GRU (0.5.0, cut at 25 s)"``.
+    """
+    if result["peer"] == "tsfast_gru":
+        cap = result.get("seconds_cap")
+        budget = "its 10 epochs" if cap is None else f"cut at {cap:g} s"
+        return f"tsfast GRU ({result['tsfast_version']}, {budget})"
+    return f"{result['peer'].upper()} (deepSI {result['deepsi_version']})"
+
+
 def load_peer_results(peers: str | None) -> dict[tuple[str, str], list[dict]]:
-    """The peers' per-run files, ``(benchmark, peer) -> results by seed``; empty when none."""
+    """The peers' per-run files, ``(benchmark, peer_label) -> results by seed``; empty when none."""
     groups: dict[tuple[str, str], list[dict]] = {}
     if not peers:
         return groups
     for path in sorted(glob.glob(os.path.join(peers, "*", "*_seed*.json"))):
         with open(path) as f:
             result = json.load(f)
-        groups.setdefault((result["benchmark"], result["peer"].upper()), []).append(result)
+        groups.setdefault((result["benchmark"], peer_label(result)), []).append(result)
     return {key: sorted(group, key=lambda r: r["seed"]) for key, group in groups.items()}
 
 
 def peer_commands(peers: str | None) -> str:
-    """Markdown: the commands that made the peers' results (in the peers' environment)."""
-    commands = sorted({r["command"] for group in load_peer_results(peers).values() for r in group})
+    """Markdown: the commands that made the peers' results (each in its peer's environment)."""
+    runs = [r for group in load_peer_results(peers).values() for r in group]
+    commands = sorted(
+        {f"PYTHONPATH=$PWD {PEER_ENVIRONMENTS[r['peer']]}/bin/{r['command']}" for r in runs}
+    )
     if not commands:
         return ""
     return (
-        "Peer rows: deepSI's SUBNET on the same records and protocol, in its own environment "
-        "(`benchmarks/peers/README.md`); its time is training and test simulation:\n\n```bash\n"
-        + "\n".join(f"PYTHONPATH=$PWD peers-venv/bin/{c}" for c in commands)
-        + "\n```"
+        "Peer rows: deepSI's SUBNET and tsfast's GRU on the same records and protocol, each in "
+        "its own environment (`benchmarks/peers/README.md`); a row's time is its training (and "
+        "SUBNET's test simulation):\n\n```bash\n" + "\n".join(commands) + "\n```"
     )
 
 

@@ -147,6 +147,32 @@ def test_report_puts_the_peer_rows_after_their_benchmark(tmp_path):
 
 
 @BACKEND_INDEPENDENT
+def test_tsfast_rows_are_labelled_by_version_and_time_cap(tmp_path):
+    suite, peers = load_suite(), tmp_path / "peers"
+    for seed, cap, test in ((0, None, 0.7), (1, None, 0.8), (0, 25.0, 0.5)):
+        result = {"benchmark": "cascaded_tanks", "peer": "tsfast_gru", "seed": seed, "unit": "V",
+                  "test": test, "validation_rmse": 0.9, "seconds": 25.0 if cap else 280.0,
+                  "seconds_cap": cap, "tsfast_version": "0.5.0",
+                  "command": "python benchmarks/peers/tsfast_gru.py --seeds 0"}  # fmt: skip
+        name = f"tsfast_gru_seed{seed}" + ("_s25" if cap else "") + ".json"
+        (peers / "cascaded_tanks").mkdir(parents=True, exist_ok=True)
+        (peers / "cascaded_tanks" / name).write_text(json.dumps(result))
+    write_peer_result(peers, "cascaded_tanks", 0, 0.60, 0.30, 66.0)
+    groups = suite.load_peer_results(str(peers))
+    assert sorted(label for _, label in groups) == [
+        "SUBNET (deepSI 0.4.4)",
+        "tsfast GRU (0.5.0, cut at 25 s)",
+        "tsfast GRU (0.5.0, its 10 epochs)",
+    ]
+    assert [r["test"] for r in groups[("cascaded_tanks", "tsfast GRU (0.5.0, its 10 epochs)")]] == [
+        0.7, 0.8
+    ]  # fmt: skip
+    commands = suite.peer_commands(str(peers))
+    assert "PYTHONPATH=$PWD peers-tsfast-venv/bin/python benchmarks/peers/tsfast_gru.py" in commands
+    assert "PYTHONPATH=$PWD peers-venv/bin/python benchmarks/peers/subnet.py" in commands
+
+
+@BACKEND_INDEPENDENT
 def test_zoo_table_gives_each_seed_and_the_medians(tmp_path):
     suite = load_suite()
     write_result(tmp_path, 0)  # a measured benchmark: not in the zoo table
