@@ -34,7 +34,7 @@ def records():
 
 @pytest.mark.parametrize(
     "config",
-    [TINY, ENCODER, dataclasses.replace(TINY, cell="gru"), dataclasses.replace(TINY, cell="lstm")],
+    [TINY, ENCODER, *(dataclasses.replace(TINY, cell=c, iterations=12) for c in ("gru", "lstm"))],
     ids=["learned", "encoder", "keras-gru", "keras-lstm"],
 )
 def test_population_equals_runs_one_by_one(records, config):

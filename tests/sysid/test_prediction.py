@@ -37,7 +37,7 @@ def reference(found, u, y, k, n):
 @pytest.mark.parametrize("k", [1, 4])
 def test_k_step_prediction_follows_its_definition(found, k):
     test, result = found
-    u, y, n = test.u[:40], test.y[:40], 6
+    u, y, n = test.u[:28], test.y[:28], 6
     got = result.predict(u, y, steps_ahead=k, n_initial=n)
     # A learned state is fitted (Levenberg-Marquardt in float32): the batched fit and one fit
     # per history may accept a different step now and then, so they agree to a small fraction
