@@ -29,7 +29,6 @@ __all__ = [
     "configured_backend",
     "error_summary",
     "import_keras",
-    "import_keras_quietly",
     "missing_backend",
     "prepare_environment",
     "quiet_backend_logs",
@@ -159,11 +158,6 @@ def import_keras(backend: str | None = None, *, quiet: bool = True) -> None:
             _restore_stderr(saved)
             raise
         _restore_stderr(saved)
-
-
-def import_keras_quietly(backend: str | None = None) -> None:
-    """:func:`import_keras` with its start-up lines on stderr hidden."""
-    import_keras(backend, quiet=True)
 
 
 def _import_modules(modules: list[str], backend: str | None) -> None:

@@ -536,8 +536,8 @@ def results_row(
     """
     from keras_mgu.sysid.selection import member_weights
 
-    free = {"rmse": evaluation.rmse, "fit_percent": evaluation.fit_percent}
-    benchmark = evaluation.from_n or free
+    scores = evaluation.to_dict()
+    benchmark = scores["from_n"] or {"rmse": evaluation.rmse, "fit_percent": evaluation.fit_percent}
     row = {
         "params": found.model.count_params(),
         "wall_seconds": seconds["wall"],
@@ -556,14 +556,14 @@ def results_row(
         "fit_percent": evaluation.fit_percent,
         "rmse_benchmark": benchmark["rmse"],
         "fit_percent_benchmark": benchmark["fit_percent"],
-        "prediction": evaluation.prediction,
-        "residuals": evaluation.residuals.to_dict(),
+        "prediction": scores["prediction"],
+        "residuals": scores["residuals"],
     }
     if protocol is not None:
         row["rmse_in_unit"] = row["rmse"] * protocol.scale
         row["rmse_benchmark_in_unit"] = row["rmse_benchmark"] * protocol.scale
-        if evaluation.prediction is not None:
-            row["prediction"]["rmse_in_unit"] = evaluation.prediction["rmse"] * protocol.scale
+        if row["prediction"] is not None:
+            row["prediction"]["rmse_in_unit"] = row["prediction"]["rmse"] * protocol.scale
     return row
 
 

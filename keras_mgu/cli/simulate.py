@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     sims = [evaluation.from_n["simulation"] if evaluation.from_n else evaluation.simulation]
     if k is not None:
         columns += [f"{name}{PRED_SUFFIX}{k}" for name in found.output_names]
-        sims.append(found.predict(u, y, steps_ahead=k, n_initial=n))
+        sims.append(evaluation.prediction["y_pred"])
     _write(args.out, columns, sims)
     return evaluation.to_dict()
 

@@ -39,7 +39,8 @@ class Evaluation:
         rmse, fit_percent: Of ``simulation``, all samples (fit % per output).
         from_n: ``{"rmse", "fit_percent", "simulation"}`` of the simulation from
             the first ``n`` outputs, scored from sample ``n``; None for ``n = 0``.
-        prediction: ``{"steps_ahead", "rmse", "fit_percent"}`` scored from
+        prediction: ``{"steps_ahead", "rmse", "fit_percent", "y_pred"}``, the
+            k-step-ahead prediction ``y_pred`` ``(N, n_outputs)`` scored from
             sample ``n``; None for ``n = 0`` or when no ``k`` was asked for.
         residuals: The residual analysis (see the module).
     """
@@ -53,18 +54,22 @@ class Evaluation:
     residuals: ResidualAnalysis
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain numbers and lists (no simulations), for ``results.json``."""
-        from_n = None
-        if self.from_n is not None:
-            from_n = {k: v for k, v in self.from_n.items() if k != "simulation"}
+        """Plain numbers and lists (no simulations or predictions), for ``results.json``."""
         return {
             "n_initial": self.n_initial,
             "rmse": self.rmse,
             "fit_percent": self.fit_percent,
-            "from_n": from_n,
-            "prediction": self.prediction,
+            "from_n": _scores_only(self.from_n),
+            "prediction": _scores_only(self.prediction),
             "residuals": self.residuals.to_dict(),
         }
+
+
+def _scores_only(entry: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``entry`` without its arrays (``simulation``, ``y_pred``)."""
+    if entry is None:
+        return None
+    return {k: v for k, v in entry.items() if not isinstance(v, np.ndarray)}
 
 
 def _scores(y: np.ndarray, y_hat: np.ndarray) -> dict[str, Any]:
@@ -96,7 +101,7 @@ def evaluate(
         from_n = {**_scores(y[n:], scored[n:]), "simulation": scored}
         if steps_ahead is not None:
             y_k = found.predict(u, y, steps_ahead=steps_ahead, n_initial=n)
-            prediction = {"steps_ahead": int(steps_ahead), **_scores(y[n:], y_k[n:])}
+            prediction = {"steps_ahead": int(steps_ahead), **_scores(y[n:], y_k[n:]), "y_pred": y_k}
     lag = min(MAX_LAG, len(y) - n - 1)
     residuals = residual_analysis(
         (y - scored)[n:], u[n:], max_lag=max(lag, 1), output_names=output_names,
