@@ -22,29 +22,21 @@ import glob
 import json
 import os
 import statistics
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_ROOT = os.path.join(HERE, "..", "..", "shared", "data")
-DEFAULT_SUITE = os.path.join(HERE, "results", "suite")
-BENCHMARKS = ("cascaded_tanks", "wh2009", "emps")
+sys.path.insert(0, os.path.dirname(HERE))
+from benchmarks.sysid_suite import BENCHMARKS, DEFAULT_OUT, DEFAULT_ROOT, linear_on_test  # noqa: E402
 
 
 def linear_scores(data) -> dict:
     """The ARX model the suite's ``--linear`` fits: orders, validation RMSE, test RMSE."""
-    from keras_mgu import datasets, sysid
-
-    norm = datasets.Normalizer.fit(data.estimation)
-    est, val, test = (norm.transform(r) for r in (data.estimation, data.validation, data.test))
-    continues = data.estimation.n_samples <= 2048  # the validation layout of the recipe
-    model, table = sysid.select_linear_model(est, val, continues=continues)
+    model, _, table, test_rmse = linear_on_test(data)
     if model is None:
         return {}
-    n, protocol = data.n_initial, data.protocol
-    y_sim = norm.inverse_transform_y(model.simulate(test.u, test.y[0]))
-    test_rmse = protocol.scale * sysid.rmse(data.test.y[n:], y_sim[n:])
     best = min(table, key=lambda row: row["validation_rmse"])
     return {"orders": model.orders, "validation": best["validation_rmse"], "test": test_rmse,
-            "unit": protocol.unit}  # fmt: skip
+            "unit": data.protocol.unit}  # fmt: skip
 
 
 def floor_rows(benchmark: str, linear: dict, suite: str) -> list[dict]:
@@ -92,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--benchmarks", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
     parser.add_argument("--data-root", default=DEFAULT_ROOT, help="folder of benchmark folders")
-    parser.add_argument("--suite", default=DEFAULT_SUITE, help="the suite's results folder")
+    parser.add_argument("--suite", default=DEFAULT_OUT, help="the suite's results folder")
     args = parser.parse_args(argv)
     lines = []
     for benchmark in args.benchmarks:

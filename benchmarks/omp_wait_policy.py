@@ -48,15 +48,14 @@ Progress goes to stderr, the table to stdout.
 from __future__ import annotations
 
 import argparse
-import datetime
-import importlib.metadata
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
+
+from train_speed import machine_description  # benchmarks/train_speed.py, beside this script
 
 POLICIES = ("PASSIVE", "ACTIVE", "unset")
 LOADS = ("quiet", "busy", "peers")
@@ -305,35 +304,6 @@ def summarize(records: list[dict]) -> list[dict]:
     return rows
 
 
-def machine_description() -> dict:
-    versions = {}
-    for dist in ("keras", "torch", "numpy"):
-        try:
-            versions[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            versions[dist] = None
-    return {
-        "processor": platform.processor() or _cpu_model_name(),
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-        "python": platform.python_version(),
-        "versions": versions,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    }
-
-
-def _cpu_model_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
-
-
 def markdown_report(rows: list[dict], machine: dict, settings: dict, threads: list[int]) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in machine["versions"].items() if v)
     load = machine["load_average"]
@@ -368,7 +338,7 @@ def markdown_report(rows: list[dict], machine: dict, settings: dict, threads: li
 
 
 def run_parent(args: argparse.Namespace) -> int:
-    machine = machine_description()
+    machine = machine_description(("keras", "torch", "numpy"))
     records: list[dict] = []
     started = time.perf_counter()
     for round_index in range(args.rounds):

@@ -542,23 +542,39 @@ def zoo_commands(out: str) -> list[str]:
     return suite_zoo.zoo_commands(load_results(out), os.path.relpath(out, os.path.dirname(HERE)))
 
 
+def linear_on_test(data) -> tuple:
+    """The linear model of ``--linear`` (ARX order chosen on validation) and its test RMSE.
+
+    Returns ``(model, normalizer, table, test RMSE in the protocol's unit)``:
+    ``table`` is :func:`keras_mgu.sysid.select_linear_model`'s (one row per
+    order, with its standardised validation RMSE); ``model`` and the RMSE are
+    None when no order explains the validation record. The test record is
+    simulated at rest at its first measured output and scored from sample
+    ``n`` on.
+    """
+    from keras_mgu import datasets, sysid
+
+    norm = datasets.Normalizer.fit(data.estimation)
+    est, val, test = (norm.transform(r) for r in (data.estimation, data.validation, data.test))
+    continues = data.estimation.n_samples <= 2048  # the validation layout of the recipe
+    model, table = sysid.select_linear_model(est, val, continues=continues)
+    if model is None:
+        return None, norm, table, None
+    n, (_, scale) = data.n_initial or ZOO_N_INITIAL, unit_and_scale(data)
+    y_sim = norm.inverse_transform_y(model.simulate(test.u, test.y[0]))
+    return model, norm, table, scale * sysid.rmse(data.test.y[n:], y_sim[n:])
+
+
 def linear_alone(args: argparse.Namespace) -> str:
     """Each benchmark's linear model alone (order chosen on validation), scored like the recipe.
 
     A zoo plant's line adds its scores within range and on the beyond record.
     """
-    from keras_mgu import datasets, sysid
-
     lines = []
     for benchmark in args.benchmarks:
         data, plant = load_data(args, benchmark)
-        norm = datasets.Normalizer.fit(data.estimation)
-        est, val, test = (norm.transform(r) for r in (data.estimation, data.validation, data.test))
-        continues = data.estimation.n_samples <= 2048  # the validation layout of the recipe
-        model, _ = sysid.select_linear_model(est, val, continues=continues)
-        n, (unit, scale) = data.n_initial or ZOO_N_INITIAL, unit_and_scale(data)
-        y_sim = norm.inverse_transform_y(model.simulate(test.u, test.y[0]))
-        rmse = scale * sysid.rmse(data.test.y[n:], y_sim[n:])
+        model, norm, _, rmse = linear_on_test(data)
+        n, (unit, _) = data.n_initial or ZOO_N_INITIAL, unit_and_scale(data)
         lines.append(f"{benchmark}: ARX{model.orders}, test RMSE {rmse:.3g} {unit}".rstrip())
         if plant is not None:
             scores = zoo_scores(suite_zoo.LinearAlone(model, norm), plant, n)

@@ -470,10 +470,14 @@ def _merged(rounds: list[dict]) -> dict:
     }
 
 
-def machine_description() -> dict:
-    """Processor, core count, library versions, date and load of this machine."""
+#: Libraries whose versions :func:`machine_description` records by default.
+VERSIONED = ("keras", "tensorflow", "jax", "jaxlib", "torch", "numpy")
+
+
+def machine_description(dists: tuple[str, ...] = VERSIONED) -> dict:
+    """Processor, core count, the versions of ``dists``, date and load of this machine."""
     versions = {}
-    for dist in ("keras", "tensorflow", "jax", "jaxlib", "torch", "numpy"):
+    for dist in dists:
         try:
             versions[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:

@@ -40,7 +40,6 @@ Usage (from the checkout's root, in the tsfast peer's environment)::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import sys
@@ -51,6 +50,7 @@ os.environ.setdefault("KERAS_BACKEND", "torch")  # keras_mgu.datasets imports ke
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported
 
 import numpy as np  # noqa: E402
+from subnet import write_json  # noqa: E402  benchmarks/peers/subnet.py, beside this script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
@@ -261,15 +261,6 @@ def _version(name: str) -> str | None:
 def result_path(out: str, benchmark: str, seed: int, seconds: float | None) -> str:
     suffix = "" if seconds is None else f"_s{seconds:g}"
     return os.path.join(out, benchmark, f"tsfast_gru_seed{seed}{suffix}.json")
-
-
-def write_json(path: str, result: dict) -> None:
-    """Write ``result`` whole or not at all (an earlier file survives a crash)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> int:
