@@ -22,7 +22,11 @@ import numpy as np
 
 from keras_mgu.datasets.protocols import Protocol
 
-__all__ = ["Record", "SysIdData", "join_experiments"]
+__all__ = ["VALIDATION_FRACTION", "Record", "SysIdData", "join_experiments"]
+
+#: The share of the estimation samples, cut from the end, that validates when no
+#: validation record is given (``keras-mgu identify --val-fraction``'s default).
+VALIDATION_FRACTION = 0.2
 
 
 def _as_signal(name: str, value: Any) -> np.ndarray:
@@ -286,3 +290,62 @@ class SysIdData:
         ``None`` when no protocol is attached.
         """
         return None if self.protocol is None else self.protocol.n_initial
+
+    @classmethod
+    def from_experiments(
+        cls,
+        experiments: Record | Sequence[Record],
+        test: Record | None = None,
+        validation: Record | None = None,
+        validation_fraction: float = VALIDATION_FRACTION,
+    ) -> SysIdData:
+        """Estimation experiments, with a validation record or the end of the last as one.
+
+        ``experiments`` (one record, or several separate experiments joined by
+        :func:`join_experiments`) estimate; ``validation``, else the last
+        ``validation_fraction`` of their samples (:meth:`Record.split`),
+        validates. Without a ``test`` record the validation record stands in
+        (:func:`keras_mgu.sysid.identify` does not use the test record).
+        """
+        if isinstance(experiments, Record):
+            experiments = [experiments]
+        estimation = join_experiments(experiments)
+        if validation is None:
+            estimation, validation = estimation.split(validation_fraction)
+        return cls(estimation, validation, validation if test is None else test)
+
+    @classmethod
+    def coerce(cls, data: Any) -> SysIdData:
+        """``data`` itself when a :class:`SysIdData`, else :meth:`from_experiments` of it.
+
+        Raises ``TypeError`` unless ``data`` is a SysIdData, a :class:`Record` or
+        a non-empty list or tuple of Records.
+        """
+        if isinstance(data, cls):
+            return data
+        if _is_experiments(data):
+            return cls.from_experiments(data)
+        raise TypeError(
+            "`data` must be a keras_mgu.datasets.SysIdData, a Record (its last "
+            f"{VALIDATION_FRACTION:.0%} validates) or a non-empty list of Records (separate "
+            f"experiments; the end of the last validates); received {_describe(data)}."
+        )
+
+
+def _is_experiments(data: Any) -> bool:
+    """Whether ``data`` is a Record or a non-empty list or tuple of Records."""
+    if isinstance(data, Record):
+        return True
+    return (
+        isinstance(data, (list, tuple))
+        and bool(data)
+        and all(isinstance(item, Record) for item in data)
+    )
+
+
+def _describe(data: Any) -> str:
+    """``data``'s type, and for a list or tuple its items' types."""
+    if isinstance(data, (list, tuple)) and data:
+        kinds = sorted({type(item).__name__ for item in data})
+        return f"a {type(data).__name__} of {', '.join(kinds)}"
+    return type(data).__name__

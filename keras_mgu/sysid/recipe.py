@@ -113,7 +113,7 @@ def _best_run(runs: list[RunResult]) -> int:
 
 
 def identify(
-    data: SysIdData,
+    data: SysIdData | Record | Sequence[Record],
     config: RecipeConfig | None = None,
     restarts: int = 3,
     seed: int = 0,
@@ -138,7 +138,9 @@ def identify(
     used.
 
     Args:
-        data: Estimation, validation and test records.
+        data: Estimation, validation and test records, or a Record (or a
+            list of Records, separate experiments) whose end validates
+            (:meth:`~keras_mgu.datasets.SysIdData.coerce`).
         config: The recipe's settings (default :class:`RecipeConfig`; ``None``
             fields are derived from the record).
         restarts: Independent runs to choose from.
@@ -151,8 +153,7 @@ def identify(
             the same numbers as one by one, in less time). ``False``: one by
             one.
     """
-    if not isinstance(data, SysIdData):
-        raise TypeError(f"`data` must be a keras_mgu.datasets.SysIdData; got {type(data)}.")
+    data = SysIdData.coerce(data)
     if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 1:
         raise ValueError(f"`restarts` must be a positive integer; received {restarts!r}.")
     config = config or RecipeConfig()

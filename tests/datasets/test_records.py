@@ -112,3 +112,26 @@ def test_join_experiments_refuses_other_channels_or_period():
         join_experiments([ramp(3), Record(np.zeros((3, 1)), np.zeros((3, 1)), ts=1.0)])
     with pytest.raises(TypeError, match="non-empty sequence of Record"):
         join_experiments([])
+
+
+def test_from_experiments_cuts_validation_from_the_end_of_the_last():
+    one = SysIdData.from_experiments(ramp(10))
+    assert (one.estimation.n_samples, one.validation.n_samples) == (8, 2)
+    np.testing.assert_array_equal(one.validation.u[:, 0], [8.0, 9.0])
+    assert one.test is one.validation  # no test record: the validation record stands in
+    two = SysIdData.from_experiments([ramp(6), ramp(10, 100)], test=ramp(3, 300))
+    assert two.estimation.boundaries == (6,) and two.estimation.n_samples == 13
+    np.testing.assert_array_equal(two.validation.u[:, 0], [107.0, 108.0, 109.0])  # 20 % of 16
+    assert two.test.u[0, 0] == 300.0
+    given = SysIdData.from_experiments([ramp(6), ramp(10)], validation=ramp(2, 50))
+    assert given.estimation.n_samples == 16 and given.validation.u[0, 0] == 50.0
+
+
+def test_coerce_takes_data_records_or_lists_of_records():
+    data = SysIdData.from_experiments(ramp(10))
+    assert SysIdData.coerce(data) is data
+    assert SysIdData.coerce(ramp(10)).estimation.n_samples == 8
+    assert SysIdData.coerce((ramp(6), ramp(10))).estimation.boundaries == (6,)
+    for bad, kind in [("run.csv", "str"), ([], "list"), ([ramp(4), "b"], "a list of Record, str")]:
+        with pytest.raises(TypeError, match=f"SysIdData, a Record .* received {kind}"):
+            SysIdData.coerce(bad)

@@ -261,9 +261,19 @@ def test_the_linear_model_is_used_where_it_explains_validation():
     assert off.path.linear is None and not off.config.linear_prior
 
 
+def test_identify_takes_a_record_and_validates_on_its_end(tanks):
+    """A record alone (as ``load_record`` gives it): its last 20 % validates, as the CLI's."""
+    found = identify(tanks.estimation, TINY, restarts=1)
+    est, val = tanks.estimation.split(0.2)
+    assert found.normalizer.u_mean == pytest.approx(est.u.mean(axis=0))  # stats of 80 % only
+    same = identify(SysIdData(est, val, val), TINY, restarts=1)
+    rmse = [run.validation_rmse for run in found.runs]
+    assert rmse == pytest.approx([run.validation_rmse for run in same.runs])
+
+
 def test_bad_inputs_are_refused(tanks):
-    with pytest.raises(TypeError, match="SysIdData"):
-        identify(tanks.estimation)
+    with pytest.raises(TypeError, match="SysIdData, a Record .* received str"):
+        identify("run.csv")
     with pytest.raises(ValueError, match="restarts"):
         identify(tanks, TINY, restarts=0)
     short = Record(np.zeros((1, 1)), np.zeros((1, 1)), 1.0)
