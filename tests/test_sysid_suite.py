@@ -61,8 +61,8 @@ def test_benchmarks_name_zoo_plants_beside_the_measured_ones(capsys):
         "out", "zoo_duffing", "jax_seed1.json"
     )
     with pytest.raises(SystemExit):
-        suite.parse_args(["--benchmarks", "zoo:pendulum"])
-    assert "unknown benchmark 'zoo:pendulum'; expected one of" in capsys.readouterr().err
+        suite.parse_args(["--benchmarks", "zoo:silverbox"])
+    assert "unknown benchmark 'zoo:silverbox'; expected one of" in capsys.readouterr().err
 
 
 @BACKEND_INDEPENDENT

@@ -25,6 +25,7 @@ from keras_mgu.datasets import (
     simulate_wiener_hammerstein,
     zoo_plant,
 )
+from keras_mgu.datasets.plants import PendulumParameters, simulate_pendulum
 from tests.helpers import BACKEND_INDEPENDENT
 
 pytestmark = BACKEND_INDEPENDENT
@@ -56,6 +57,8 @@ def test_zoo_names_and_unknown_name():
         "wiener_hammerstein",
         "two_mass_drive",
         "overflowing_tanks",
+        "hardening_oscillator",
+        "pendulum",
     }
     assert zoo_plant("two-mass-drive", n_samples=N).name == "two_mass_drive"
     with pytest.raises(ValueError, match="Unknown zoo plant 'silverbox'; expected one of duffing"):
@@ -86,6 +89,8 @@ def test_plant_parameters_are_checked():
         WienerHammersteinParameters(b1=[1.0])
     with pytest.raises(ValueError, match="`u` must be a finite"):
         simulate_duffing(np.array([0.0, np.nan]))
+    with pytest.raises(ValueError, match="PendulumParameters.c must be a >= 0 number"):
+        PendulumParameters(c=-0.1)
 
 
 @pytest.mark.parametrize("name", ZOO)
@@ -97,6 +102,8 @@ def test_zoo_records_shapes_names_and_ts(name):
         "wiener_hammerstein": 1 / 51200,
         "two_mass_drive": 0.01,
         "overflowing_tanks": 4.0,
+        "hardening_oscillator": 0.05,
+        "pendulum": 0.02,
     }[name]
     for part, rec in zip(("estimation", "validation", "test", "beyond"), _records(plant)):
         assert rec.u.shape == rec.y.shape == (N, 1)
@@ -275,3 +282,84 @@ def test_overflowing_tanks_overflow_and_reach_the_analytical_steady_state():
     steady = simulate_tank_levels(np.full(1500, 5.0), 4.0, p, initial_levels=h0)[-1]
     np.testing.assert_allclose(steady, p.steady_state(5.0), rtol=1e-6)
     assert steady[0] == p.h1_max
+
+
+# The two short, lightly damped oscillators: each simulated on its own records.
+OSCILLATORS = {"hardening_oscillator": simulate_duffing, "pendulum": simulate_pendulum}
+
+
+def _free_decay(free: np.ndarray) -> tuple[float, float]:
+    """Damping ratio (logarithmic decrement) and samples per period of a free response's peaks.
+
+    ``delta = mean(ln(x_i / x_{i+1}))`` over successive maxima ``x_i``,
+    ``zeta = delta / sqrt(4 pi^2 + delta^2)``.
+    """
+    peaks, _ = signal.find_peaks(free)
+    delta = float(np.mean(np.log(free[peaks[:-1]] / free[peaks[1:]])))
+    return delta / np.sqrt(4 * np.pi**2 + delta**2), float(np.mean(np.diff(peaks)))
+
+
+@pytest.mark.parametrize(
+    "name, n_samples, zeta, per_period",
+    [("hardening_oscillator", 2000, (0.055, 0.065), (120, 130)),
+     ("pendulum", 3000, (0.07, 0.09), (95, 106))],
+)  # fmt: skip
+def test_oscillators_are_short_fast_sampled_and_lightly_damped(name, n_samples, zeta, per_period):
+    plant = zoo_plant(name, snr_db=None)
+    assert plant.data.estimation.n_samples == plant.beyond.n_samples == n_samples
+    # Free response from a small displacement: the linearised oscillator.
+    free = OSCILLATORS[name](np.zeros(1500), plant.data.estimation.ts, plant.parameters,
+                             initial_state=(1e-3, 0.0))[:, 0]  # fmt: skip
+    measured_zeta, samples = _free_decay(free)
+    assert zeta[0] < measured_zeta < zeta[1]
+    assert per_period[0] < samples < per_period[1]
+
+
+@pytest.mark.parametrize("name", OSCILLATORS)
+def test_oscillators_answer_a_doubled_input_with_more_or_less_than_twice(name):
+    plant = zoo_plant(name, snr_db=None)
+    u, ts, p = plant.data.estimation.u[:, 0], plant.data.estimation.ts, plant.parameters
+    simulate = OSCILLATORS[name]
+    y = simulate(u, ts, p)[:, 0]
+    np.testing.assert_allclose(y, plant.data.estimation.y[:, 0], rtol=0, atol=1e-12)
+    twice = _rel_err(simulate(2 * u, ts, p)[:, 0], 2 * y)
+    assert twice > 0.3  # the nonlinearity is no small correction at these amplitudes
+    small = simulate(1e-3 * u, ts, p)[:, 0]  # ... but vanishes at small ones
+    assert _rel_err(simulate(2e-3 * u, ts, p)[:, 0], 2 * small) < 1e-3
+
+
+def test_hardening_oscillator_cubic_force_is_a_sizeable_share_of_the_linear():
+    plant = zoo_plant("hardening_oscillator", snr_db=None)
+    p = plant.parameters
+    s = plant.data.estimation.y.std()
+    assert 0.3 < p.k3 * s**3 / (p.k * s) < 0.5  # at the typical displacement
+    assert p.c / (2 * np.sqrt(p.k * p.m)) == pytest.approx(0.06)
+
+
+@pytest.mark.parametrize("name", OSCILLATORS)
+def test_oscillators_beyond_record_grows_and_stays_finite(name):
+    plant = zoo_plant(name)
+    est, beyond, start = plant.data.estimation, plant.beyond, plant.beyond_start
+    assert np.abs(beyond.u[start:]).max() >= 1.75 * np.abs(est.u).max() * (1 - 1e-12)
+    assert np.all(np.isfinite(beyond.y))
+    peak = np.abs(beyond.y[start:]).max()
+    assert peak > 1.3 * np.abs(est.y).max()
+    if name == "pendulum":
+        assert peak < np.pi  # it swings wider but never over the top
+    else:
+        assert peak < 3.0 * np.abs(est.y).max()  # the stiffening spring holds it
+
+
+def test_pendulum_small_swings_are_the_linear_oscillator_and_a_torque_holds_it_at_asin():
+    p = PendulumParameters()
+    assert p.natural_frequency == pytest.approx(np.sqrt(9.81))
+    assert p.damping_ratio == pytest.approx(0.5 / (2 * np.sqrt(9.81)))
+    u = 1e-3 * np.random.default_rng(5).standard_normal(500)
+    a = np.array([[0.0, 1.0], [-p.g / p.l, -p.c / (p.m * p.l**2)]])
+    ref = _lsim_zoh(a, np.array([[0.0], [1.0 / (p.m * p.l**2)]]), u, 0.02)
+    assert _rel_err(simulate_pendulum(u, parameters=p), ref) < 1e-4
+    # A constant torque below m g l settles at asin(u / (m g l)); above it, it goes over the top.
+    held = simulate_pendulum(np.full(3000, 5.0), parameters=p)[-1]
+    np.testing.assert_allclose(held, [np.arcsin(5.0 / (p.m * p.g * p.l)), 0.0], atol=1e-6)
+    over = simulate_pendulum(np.full(1000, 12.0), parameters=p)[:, 0]
+    assert over[-1] > 2 * np.pi
