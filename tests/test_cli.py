@@ -524,6 +524,34 @@ def test_own_data_options_build_the_records(tmp_path):
 
 
 @BACKEND_INDEPENDENT
+def test_own_files_split_as_sysid_identify_splits_records(tmp_path):
+    """--train alone validates on the same samples as ``sysid.identify`` given the records."""
+    from keras_mgu import datasets
+    from keras_mgu.cli import build_parser, identify
+    from keras_mgu.datasets.records import VALIDATION_FRACTION
+
+    assert identify.VAL_FRACTION == VALIDATION_FRACTION
+    paths = [tmp_path / f"{name}.csv" for name in ("a", "b", "t")]
+    for k, path in enumerate(paths):
+        path.write_text("u,y\n" + "".join(f"{k}.{j},{j}\n" for j in range(7 + k)))
+    train = [str(path) for path in paths[:2]]
+    args = build_parser().parse_args(
+        ["identify", "--train", *train, "--test", str(paths[2]), "--inputs", "u", "--outputs", "y"]
+    )
+    args.check(args)
+    data = identify.load_data(args)
+    records = [datasets.load_record(path, ["u"], ["y"]) for path in train]
+    library = datasets.SysIdData.coerce(records)
+    for cli_record, own in [
+        (data.estimation, library.estimation),
+        (data.validation, library.validation),
+    ]:
+        np.testing.assert_array_equal(cli_record.u, own.u)
+        assert cli_record.boundaries == own.boundaries
+    assert data.validation.n_samples == 3 and data.test.n_samples == 9
+
+
+@BACKEND_INDEPENDENT
 @pytest.mark.parametrize(
     "content, extra, message",
     [

@@ -103,7 +103,8 @@ RECIPE_N_INITIAL = 20
 #: Settings ``RecipeConfig`` fixes rather than derives (``units=None`` is one 32-unit layer).
 RECIPE_UNITS = (32,)
 RECIPE_LEARNING_RATE = 0.01
-#: ``--val-fraction``'s default: the end of the estimation data that validates.
+#: ``--val-fraction``'s default: the end of the estimation data that validates
+#: (equal to ``keras_mgu.datasets.records.VALIDATION_FRACTION``, ``sysid.identify``'s).
 VAL_FRACTION = 0.2
 #: ``--quick``: caps on the iterations and restarts; simulated record length.
 QUICK_ITERATIONS = 40
@@ -372,12 +373,11 @@ def own_data(args: argparse.Namespace):
             path, args.inputs, args.outputs, ts=args.ts, columns=args.columns
         )
 
-    experiments = datasets.join_experiments([read(path) for path in args.train])
-    if args.val is not None:
-        estimation, validation = experiments, read(args.val)
-    else:
-        estimation, validation = experiments.split(args.val_fraction)
-    return datasets.SysIdData(estimation, validation, read(args.test))
+    experiments = [read(path) for path in args.train]
+    validation = None if args.val is None else read(args.val)
+    return datasets.SysIdData.from_experiments(
+        experiments, read(args.test), validation, args.val_fraction
+    )
 
 
 def load_data(args: argparse.Namespace):
@@ -484,6 +484,7 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
     The plots go into ``<--out>/<run_name>/``; the row's ``name`` is that name.
     """
     from keras_mgu import sysid
+    from keras_mgu.cli.simulate import check_encoder_history
 
     config = build_config(args, kind.lower())
     print(f"\n== {kind}: {args.restarts} restart(s) from seed {args.seed}", flush=True)
@@ -495,10 +496,12 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
     except ValueError as err:  # settings that do not fit the record, e.g. a too long --window
         raise UsageError(f"the recipe rejected the settings: {err}") from err
     seconds = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
-    test = data.test
+    test, protocol = data.test, getattr(data, "protocol", None)
+    check_encoder_history(found, n_initial, "--n-initial")
     evaluation = sysid.evaluate(
-        found, test.u, test.y, n_initial, args.steps_ahead, test.input_names, test.output_names
-    )
+        found, test.u, test.y, n_initial, args.steps_ahead, test.input_names, test.output_names,
+        same_start=getattr(protocol, "same_initial_state", False),
+    )  # fmt: skip
     row = {"model": kind, "name": run_name(found.config)}
     row.update(results_row(found, evaluation, seconds, getattr(data, "protocol", None)))
     report.print_scores(kind, row, test, n_initial, getattr(data, "protocol", None))
@@ -527,8 +530,10 @@ def results_row(
     over all samples; ``rmse_benchmark``, ``fit_percent_benchmark``: from
     sample ``n_initial`` on, the model given the first ``n_initial``
     measured outputs (for ``n_initial = 0`` the same numbers as ``rmse``);
-    ``prediction``: the k-step-ahead prediction scored from there; with a
-    protocol, the RMSEs also in its unit (``*_in_unit``).
+    ``prediction``: the k-step-ahead prediction scored from there;
+    ``headline``: the score to quote and where its simulation starts,
+    ``outputs``: each output's scores by name (:class:`~keras_mgu.sysid.Evaluation`);
+    with a protocol, the RMSEs also in its unit (``*_in_unit``).
     ``validation_rmse``: each run's validation RMSE (standardised units), what
     the runs are chosen on; ``stopping_scores``: each run's best early-stopping
     score (the network's units); ``wall_seconds``: the training's wall time,
@@ -558,10 +563,13 @@ def results_row(
         "fit_percent_benchmark": benchmark["fit_percent"],
         "prediction": scores["prediction"],
         "residuals": scores["residuals"],
+        "headline": scores["headline"],
+        "outputs": scores["outputs"],
     }
     if protocol is not None:
         row["rmse_in_unit"] = row["rmse"] * protocol.scale
         row["rmse_benchmark_in_unit"] = row["rmse_benchmark"] * protocol.scale
+        row["headline"]["rmse_in_unit"] = row["headline"]["rmse"] * protocol.scale
         if row["prediction"] is not None:
             row["prediction"]["rmse_in_unit"] = row["prediction"]["rmse"] * protocol.scale
     return row
