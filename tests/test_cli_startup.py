@@ -44,10 +44,13 @@ def child_env(**extra) -> dict:
     return {**env, "PYTHONPATH": ROOT, **extra}
 
 
-def probe(*argv: str) -> tuple[list[str], int, str]:
-    """The heavy modules ``keras-mgu ARGV`` loaded, its exit code and its stderr."""
+def probe(*argv: str, prelude: str = "") -> tuple[list[str], int, str]:
+    """The heavy modules ``keras-mgu ARGV`` loaded, its exit code and its stderr.
+
+    ``prelude``: Python run first in the same process.
+    """
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=ROOT,
+        [sys.executable, "-c", prelude + PROBE, *argv], capture_output=True, text=True, cwd=ROOT,
         env=child_env(), timeout=120,
     )  # fmt: skip
     assert done.stdout.strip(), done.stderr[-2000:]
@@ -68,6 +71,17 @@ def probe(*argv: str) -> tuple[list[str], int, str]:
 def test_help_and_usage_errors_import_no_backend(argv, code):
     loaded, status, err = probe(*argv)
     assert loaded == [] and status == code, err[-2000:]
+
+
+def test_tune_without_keras_tuner_is_one_line_naming_the_extra_before_any_backend():
+    """KerasTuner missing (``sys.modules['keras_tuner'] = None``): status 2 at once, one line."""
+    prelude = "import sys\nsys.modules['keras_tuner'] = None\n"
+    loaded, status, err = probe("tune", "--quick", prelude=prelude)
+    assert loaded == [] and status == 2, err[-2000:]
+    assert err == (
+        "keras-mgu tune: error: KerasTuner is not installed; install it with: "
+        'pip install "keras-mgu[tune]"\n'
+    )
 
 
 def test_package_names_load_on_first_use_and_register_with_keras():

@@ -1,12 +1,13 @@
-"""The command line's two errors: bad options and unreadable data.
+"""The command line's errors: bad options, unreadable data, a missing extra.
 
-:func:`keras_mgu.cli.main` reports either as one line,
-``keras-mgu <command>: error: <message>``, and exits with status 2.
+:func:`keras_mgu.cli.main` reports each as one line,
+``keras-mgu <command>: error: <message>`` (bad options with the usage too),
+and exits with status 2.
 """
 
 from __future__ import annotations
 
-__all__ = ["DataError", "UsageError"]
+__all__ = ["DataError", "MissingExtra", "UsageError"]
 
 
 class UsageError(Exception):
@@ -15,3 +16,7 @@ class UsageError(Exception):
 
 class DataError(UsageError):
     """Data that cannot be read: one line ``keras-mgu identify: error: <message>``, status 2."""
+
+
+class MissingExtra(DataError):
+    """An optional dependency that is not installed: one line naming the extra, status 2."""

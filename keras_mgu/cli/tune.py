@@ -14,18 +14,21 @@ chosen model. The last line printed is 'test RMSE: <value>'.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
 from typing import Any
 
 from keras_mgu.cli import identify as _identify
-from keras_mgu.cli.errors import UsageError
+from keras_mgu.cli.errors import MissingExtra, UsageError
 
 HELP = "search the recipe's settings on validation with KerasTuner (keras_mgu.sysid.tune)"
 DESCRIPTION = __doc__.split("\n\n", 1)[1]
 #: ``--quick``'s cap on the trials.
 QUICK_TRIALS = 2
+#: What installs KerasTuner, which the search needs.
+INSTALL_TUNE = 'pip install "keras-mgu[tune]"'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    """``identify``'s checks, ``--space`` parsed, ``--compare`` and two budgets refused, caps."""
+    """KerasTuner installed, ``identify``'s checks, ``--space`` parsed, refusals, caps."""
+    check_keras_tuner()
     if args.compare:
         raise UsageError("--compare does not apply to tune; search 'cell' in --space instead")
     if args.search_budget is not None and args.time_budget is not None:
@@ -70,6 +74,15 @@ def check_arguments(args: argparse.Namespace) -> None:
             args.space = {str(k).replace("-", "_"): v for k, v in args.space.items()}
     if args.quick:
         args.max_trials = min(args.max_trials, QUICK_TRIALS)
+
+
+def check_keras_tuner() -> None:
+    """Raise :class:`MissingExtra` (one line, status 2) when KerasTuner is not installed.
+
+    Looks the module up without importing it (nor Keras, nor a backend).
+    """
+    if importlib.util.find_spec("keras_tuner") is None:
+        raise MissingExtra(f"KerasTuner is not installed; install it with: {INSTALL_TUNE}")
 
 
 def run_command(args: argparse.Namespace) -> int:

@@ -83,11 +83,13 @@ MIN_TRIAL_BUDGET = 1.0
 
 
 def _import_keras_tuner():
+    """``keras_tuner``; an ``ImportError`` naming the extra to install when it is missing."""
     try:
         import keras_tuner
-    except ImportError as err:  # pragma: no cover - the extra is installed in CI
+    except ImportError as err:
         raise ImportError(
-            "Sweeps need KerasTuner: pip install 'keras-mgu[tune]' (keras-tuner)."
+            "keras_mgu.sysid.tune needs KerasTuner (keras-tuner), which is not installed; "
+            'install it with: pip install "keras-mgu[tune]"'
         ) from err
     return keras_tuner
 
@@ -338,6 +340,7 @@ def tune(
         A :class:`TuneResult`; ``None`` in a worker process of a distributed
         search (``KERASTUNER_TUNER_ID`` not ``chief``).
     """
+    _import_keras_tuner()  # before any work: the message names the extra to install
     job = _job(data, space, config, max_trials, restarts, seed, search, directory, project_name)
     job["overwrite"] = overwrite
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:

@@ -272,6 +272,14 @@ def test_bad_search_spaces_are_refused(space, message):
         check_space(space)
 
 
+@BACKEND_INDEPENDENT
+def test_tune_without_keras_tuner_names_the_extra(data, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "keras_tuner", None)  # as if not installed
+    with pytest.raises(ImportError, match=r'KerasTuner .* pip install "keras-mgu\[tune\]"'):
+        tune(data, {"units": [(4,)]}, TINY, directory=tmp_path)
+    assert not os.listdir(tmp_path)  # refused before any work
+
+
 def test_bad_tune_arguments_are_refused(data):
     with pytest.raises(ValueError, match="search"):
         tune(data, {"units": [(4,)]}, TINY, search="bayes")
