@@ -4,10 +4,12 @@
 or ``writetable`` write: one row per sample, numbers with a decimal point.
 
 * Delimiter: the first non-blank line decides; it is ``;`` if that line has
-  one, else a tab, else ``,``, else runs of spaces and tabs.
+  one, else a tab, else ``,``, else runs of spaces and tabs. A header with
+  none of them (one name) leaves the choice to the first data line.
 * Header: the first non-blank line is a header row when one of its cells is
   not a number; otherwise every line is data and the columns are known by
-  their 0-based index (or the names given with ``columns``).
+  their 0-based index (or the names given with ``columns``). A header names
+  every column that holds values, one name per column.
 * Every row must have as many cells as the first; blank lines are skipped;
   spaces around cells are stripped.
 """
@@ -35,6 +37,38 @@ _DECIMAL_COMMA = re.compile(r"^[-+]?\d*,\d+$")
 def detect_delimiter(line: str) -> str | None:
     """The delimiter of a file whose first non-blank line is ``line`` (``None``: whitespace)."""
     return next((d for d in DELIMITERS if d in line), None)
+
+
+def _file_delimiter(lines: list[str]) -> str | None:
+    """The delimiter of the first line, or of the second when the first is a header
+    without one (``u`` over ``1.0,2.0``: the rows decide, and the header is one name short).
+    """
+    delimiter = detect_delimiter(lines[0])
+    if delimiter is None and len(lines) > 1 and not all(map(_is_number, lines[0].split())):
+        delimiter = detect_delimiter(lines[1])
+    return delimiter
+
+
+def _check_header(path: str, names: list[str], rows: list[tuple[int, list[str]]]) -> None:
+    """Raise ``ValueError`` for a header with another number of names than the first data
+    row has values, or without a name for a column that holds values (a column left empty
+    on every row, such as a trailing delimiter's, needs none)."""
+    line, cells = rows[0]
+    if len(names) != len(cells):
+        raise ValueError(
+            f"{path}: the header names {_columns(len(names))} ({', '.join(names)}) but line "
+            f"{line} has {len(cells)} values; give one name per column."
+        )
+    for k, name in enumerate(names):
+        if not name and any(k < len(cells) and cells[k].strip() for _, cells in rows):
+            raise ValueError(
+                f"{path}: column {k + 1} of the header has no name; give one name per column."
+            )
+
+
+def _columns(n: int) -> str:
+    """``1 column``, ``2 columns``."""
+    return f"{n} column" if n == 1 else f"{n} columns"
 
 
 def _split(lines: list[str], delimiter: str | None) -> list[list[str]]:
@@ -122,8 +156,10 @@ def read_text_table(path: str) -> TextTable:
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: the file is empty, has a header but no data rows, or a row
-            with another number of cells than the first (file and line named).
+        ValueError: the file is empty, has a header but no data rows, a header
+            with another number of names than the first data row has values
+            or without a name for a column of values, or a row with another
+            number of cells than the first (file and line named).
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(f"No such data file: {path!r}.")
@@ -135,7 +171,7 @@ def read_text_table(path: str) -> TextTable:
                 f"{path} is empty; expected rows of numbers, one per sample, with or without "
                 "a header row."
             )
-        delimiter = detect_delimiter(lines[0][1])
+        delimiter = _file_delimiter([text for _, text in lines[:2]])
         split = _split([text for _, text in lines], delimiter)
         rows = list(zip([k for k, _ in lines], split))
     if len(split) != len(lines):
@@ -147,6 +183,8 @@ def read_text_table(path: str) -> TextTable:
     names = [cell.strip() for cell in rows.pop(0)[1]] if header else None
     if not rows:
         raise ValueError(f"{path} has a header row ({', '.join(names)}) but no data rows.")
+    if header:
+        _check_header(path, names, rows)
     expected, first_line = len(names if header else rows[0][1]), lines[0][0]
     if {len(cells) for cells in split} != {expected}:
         line, cells = next((k, c) for k, c in rows if len(c) != expected)

@@ -7,7 +7,7 @@ import pytest
 import scipy.io
 
 from keras_mgu.datasets import load_csv_records, load_record
-from keras_mgu.datasets.text_files import detect_delimiter
+from keras_mgu.datasets.text_files import detect_delimiter, read_text_table
 from tests.datasets.common import write_file
 from tests.helpers import BACKEND_INDEPENDENT
 
@@ -137,6 +137,15 @@ def test_npz_file_array_names_as_columns(tmp_path):
         ("m.csv", "a,b\n1,2\n", r"no column 'u'; available columns: 'a', 'b' \(or 0-based"),
         ("x.txt", "1 2\n", r"no column 'u'; the file has no header row.*0-based indices 0 to 1"),
         ("k.xlsx", "1 2\n", r"unknown file type '\.xlsx'; expected one of \.csv"),
+        (
+            "run.csv",
+            "u\n-0.139,-0.897\n0.1,0.2\n",
+            r"^\S*run\.csv: the header names 1 column \(u\) but line 2 has 2 values; give one "
+            r"name per column\.$",
+        ),
+        ("w.txt", "t u y\n\n1 2\n", r"header names 3 columns \(t, u, y\) but line 3 has 2"),
+        ("run.csv", "u,\n-0.139,-0.897\n", r"^\S*run\.csv: column 2 of the header has no name"),
+        ("s.csv", "u;;y\n1;2;3\n", r"s\.csv: column 2 of the header has no name"),
     ],
 )
 def test_malformed_text_says_what_and_where(tmp_path, name, text, match):
@@ -144,6 +153,18 @@ def test_malformed_text_says_what_and_where(tmp_path, name, text, match):
     with pytest.raises(ValueError, match=match) as info:
         load_record(path, ["u"], ["y"])
     assert "\n" not in str(info.value)
+
+
+def test_header_of_one_name_reads_one_column(tmp_path):
+    """One name over one column still reads; the header's check spares good files."""
+    path = write_file(tmp_path / "level.csv", "level\n1.5\n\n2.5\n")
+    table = read_text_table(path)
+    assert table.names == ("level",) and table.n_columns == 1
+    np.testing.assert_array_equal(table.values(0), [1.5, 2.5])
+    rec = load_record(write_file(tmp_path / "run.csv", "u,y\n-0.139,-0.897\n"), ["u"], ["y"])
+    assert (rec.u[0, 0], rec.y[0, 0]) == (-0.139, -0.897)
+    trailing = write_file(tmp_path / "t.csv", "u,y,\n1,2,\n3,4,\n")  # an empty last column
+    assert load_record(trailing, ["u"], ["y"]).y[:, 0].tolist() == [2.0, 4.0]
 
 
 def test_column_names_and_indices_are_checked(tmp_path):
