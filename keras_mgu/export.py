@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import warnings
 from typing import Any
 
 import keras
@@ -20,6 +21,8 @@ import keras
 from keras_mgu import native
 from keras_mgu.layer import MGU
 
+#: NumPy 2's warning for ``np.object``, which Keras's ONNX route probes (see :func:`export`).
+_NP_OBJECT_WARNING = r"In the future `np\.object` will be defined"
 #: Formats whose file has no variables to update between calls.
 _FROZEN_STATE_FORMATS = ("onnx", "litert")
 
@@ -91,5 +94,8 @@ def export(model: keras.Model, filepath: Any, format: str = "tf_saved_model", **
     loop even where the shapes are fixed.
     """
     check_exportable(model, format)
-    with native.turned_off():  # a native call cannot go into the file
+    with native.turned_off(), warnings.catch_warnings():  # a native call cannot go into the file
+        # Keras's tf2onnx route asks ``hasattr(np, "object")``, which NumPy 2 answers with
+        # a FutureWarning about the attribute's future meaning; nothing here uses it.
+        warnings.filterwarnings("ignore", message=_NP_OBJECT_WARNING, category=FutureWarning)
         return model.export(filepath, format=format, **kwargs)

@@ -1,4 +1,11 @@
-"""Training curves as a PNG: per-iteration loss, validation checks, best point.
+"""Plots as PNG files: training curves, a simulation of a test record, its residual analysis.
+
+* :func:`plot_training`: per-iteration loss, validation checks, best point.
+* :func:`plot_trials`: the validation RMSE of each trial of a sweep.
+* :func:`plot_simulation`: measured and simulated outputs (or the residual),
+  one panel per output, by name.
+* :func:`plot_residual_analysis`: a residual's autocorrelation and its
+  cross-correlation with each input, one column per output.
 
 Needs matplotlib (``pip install keras-mgu[plot]``). Figures are drawn on the
 Agg canvas directly, so the global matplotlib backend is left untouched.
@@ -257,3 +264,110 @@ def _trials_figure(table: list[Mapping[str, Any]]):
     ax.set_ylabel("validation RMSE (standardised)")
     ax.legend()
     return fig
+
+
+def plot_simulation(
+    time: Any, y: Any, y_sim: Any, path: str | os.PathLike, output_names: tuple[str, ...] = (),
+    title: str = "", label: str = "simulation", scored_from: int = 0, residual: bool = False,
+) -> str:  # fmt: skip
+    """Measured and simulated outputs, one panel per output, saved as a PNG at ``path``.
+
+    Each panel is titled by its output's name (``y0``, ``y1``, ... when not
+    given) with the RMSE and fit % of that output from sample
+    ``scored_from`` on. With ``residual`` the panels show ``y - y_sim``
+    instead. ``label`` names the simulated curve. Written atomically; returns ``path``.
+    """
+    path = _png_path(path)
+    fig = simulation_figure(time, y, y_sim, output_names, title, label, scored_from, residual)
+    write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+    return path
+
+
+def simulation_figure(
+    time: Any, y: Any, y_sim: Any, output_names: tuple[str, ...] = (), title: str = "",
+    label: str = "simulation", scored_from: int = 0, residual: bool = False,
+) -> Any:  # fmt: skip
+    """The figure of :func:`plot_simulation` (one axes per output, in their order)."""
+    from keras_mgu.sysid.scoring import fit_percent, rmse
+
+    t = np.asarray(time, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    y = y[:, None] if y.ndim == 1 else y
+    y_sim = np.asarray(y_sim, dtype=np.float64).reshape(y.shape)
+    names = _channel_names(output_names, y.shape[1], "y")
+    figure_cls, canvas_cls = _import_matplotlib()
+    fig = figure_cls(figsize=(9, 1.2 + 2.4 * len(names)), layout="constrained")
+    canvas_cls(fig)
+    axes = np.atleast_1d(fig.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0])
+    n = int(scored_from)
+    for i, (ax, name) in enumerate(zip(axes, names, strict=True)):
+        if residual:
+            ax.plot(t, y[:, i] - y_sim[:, i], color="tab:red", lw=1)
+            ax.axhline(0.0, color="k", lw=0.5)
+        else:
+            ax.plot(t, y[:, i], label="measured", lw=1.2)
+            ax.plot(t, y_sim[:, i], label=label, lw=1.2)
+            ax.legend(loc="best", fontsize="small")
+        score = rmse(y[n:, i], y_sim[n:, i])
+        fit = fit_percent(y[n:, i : i + 1], y_sim[n:, i : i + 1])[0]
+        since = f" from sample {n}" if n else ""
+        ax.set_title(f"{name}: RMSE {score:.4g}, fit {fit:.1f} %{since}", fontsize="medium")
+        ax.set_ylabel(name)
+        ax.grid(True, alpha=0.3)
+    axes[-1].set_xlabel("time [s]")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_residual_analysis(analysis: Any, path: str | os.PathLike, title: str = "") -> str:
+    """A :class:`~keras_mgu.sysid.ResidualAnalysis` as a PNG at ``path``; returns ``path``.
+
+    One column per output (by name): the residual's autocorrelation, then its
+    cross-correlation with each input, each with the confidence band.
+    """
+    path = _png_path(path)
+    fig = residual_analysis_figure(analysis, title)
+    write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+    return path
+
+
+def residual_analysis_figure(analysis: Any, title: str = "") -> Any:
+    """The figure of :func:`plot_residual_analysis` (axes row by row: output columns)."""
+    n_out, n_in = analysis.cross_correlation.shape[:2]
+    outputs = _channel_names(analysis.output_names, n_out, "y")
+    inputs = _channel_names(analysis.input_names, n_in, "u")
+    figure_cls, canvas_cls = _import_matplotlib()
+    fig = figure_cls(figsize=(4 + 4 * n_out, 2.4 * (1 + n_in)), layout="constrained")
+    canvas_cls(fig)
+    axes = fig.subplots(1 + n_in, n_out, squeeze=False)
+    for o, out in enumerate(outputs):
+        panels = [(analysis.lags, analysis.autocorrelation[o], f"autocorrelation of e ({out})")]
+        panels += [
+            (analysis.cross_lags, analysis.cross_correlation[o, j], f"e ({out}) vs {name}")
+            for j, name in enumerate(inputs)
+        ]
+        for ax, (lags, values, text) in zip(axes[:, o], panels, strict=True):
+            ax.stem(lags, values, basefmt=" ")
+            ax.axhspan(-analysis.band, analysis.band, color="tab:blue", alpha=0.15,
+                       label=f"{analysis.confidence:.0%} band")  # fmt: skip
+            ax.set_title(text, fontsize="medium")
+            ax.grid(True, alpha=0.3)
+        axes[-1, o].set_xlabel("lag [samples]")
+    axes[0, 0].legend(loc="upper right", fontsize="small")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def _channel_names(names: Any, count: int, prefix: str) -> list[str]:
+    """``names`` when there are ``count`` of them, else ``prefix0``, ``prefix1``, ..."""
+    names = list(names or ())
+    return names if len(names) == count else [f"{prefix}{i}" for i in range(count)]
+
+
+def _png_path(path: str | os.PathLike) -> str:
+    path = os.fspath(path)
+    if not path.lower().endswith(".png"):
+        raise ValueError(f"`path` must end in '.png'; got '{path}'.")
+    return path

@@ -58,7 +58,15 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     assert mgu["config"]["units"] == [4] and mgu["config"]["iterations"] == 40
     for key in ("rmse", "rmse_benchmark"):
         assert np.isfinite(mgu[key]) and mgu[key] > 0
-    assert last_line_rmse(out) == pytest.approx(mgu["rmse"], rel=1e-3)
+    # No protocol says the test record starts where estimation did: the headline is the
+    # simulation from its first 50 measured outputs, named as such; the free run is named too.
+    assert mgu["headline"]["rmse"] == mgu["rmse_benchmark"] != mgu["rmse"]
+    assert mgu["headline"]["start"] == "the first 50 measured outputs"
+    assert last_line_rmse(out) == pytest.approx(mgu["rmse_benchmark"], rel=1e-3)
+    assert "test RMSE below: the MGU's simulation from the first 50 measured outputs, from " \
+        "sample 50" in out  # fmt: skip
+    assert "MGU test, free run from the estimation record's start state, all 256 samples" in out
+    assert list(mgu["outputs"]) == ["y"] and mgu["outputs"]["y"]["rmse"] == mgu["rmse"]
     # Fit %, the k-step prediction and the residual analysis beside the RMSEs, as printed.
     assert len(mgu["fit_percent"]) == 1 and mgu["fit_percent"][0] < 100
     assert mgu["prediction"]["steps_ahead"] == 1 and np.isfinite(mgu["prediction"]["rmse"])
@@ -628,10 +636,11 @@ def test_simulate_writes_the_simulation_and_prints_the_scores(model_file, tmp_pa
     argv = ["simulate", "--model", path, "--data", csv, "--out", str(tmp_path / "sim.csv")]
     assert main([*argv, "--n-initial", "7"]) == 0
     out = capsys.readouterr().out
-    header, y_sim = read_simulation(tmp_path / "sim.csv")
-    assert header == ["y_sim"]
+    header, values = read_simulation(tmp_path / "sim.csv")
+    assert header == ["y_sim", "y_sim_from7"]  # the free run is always y_sim
+    np.testing.assert_allclose(values[:, :1], found.simulate(test.u), rtol=1e-7)
     want = found.simulate(test.u, test.y[:7])  # the state set from the first 7 outputs
-    np.testing.assert_allclose(y_sim, want, rtol=1e-7)
+    np.testing.assert_allclose(values[:, 1:], want, rtol=1e-7)
     free = sysid.score(test.y, found.simulate(test.u), "all")
     assert re.search(rf"^RMSE: {free:.6g}, fit [-0-9.]+ % \(all 160 samples", out, re.M), out
     from_7 = sysid.score(test.y, want, "benchmark", 7)
@@ -716,10 +725,14 @@ def test_simulate_reads_what_identify_reads(model_file, tmp_path, capsys):
     assert main([*base, "--columns", "y", "u", "--steps-ahead", "3", "--n-initial", "6"]) == 0
     printed = capsys.readouterr().out
     header, values = read_simulation(out)
-    assert header == ["y_sim", "y_pred3"]
-    np.testing.assert_allclose(values[:, 0], found.simulate(test.u, test.y[:6])[:, 0], rtol=1e-6)
+    assert header == ["y_sim", "y_sim_from6", "y_pred3"]
+    np.testing.assert_allclose(values[:, 0], found.simulate(test.u)[:, 0], rtol=1e-6)
+    np.testing.assert_allclose(values[:, 1], found.simulate(test.u, test.y[:6])[:, 0], rtol=1e-6)
     want = found.predict(test.u, test.y, steps_ahead=3, n_initial=6)[:, 0]
-    np.testing.assert_allclose(values[:, 1], want, rtol=1e-6)
+    np.testing.assert_allclose(values[:, 2], want, rtol=1e-6)
+    assert main([*base, "--columns", "y", "u", "--steps-ahead", "2"]) == 0  # n: the default, 50
+    assert read_simulation(out)[0] == ["y_sim", "y_sim_from50", "y_pred2"]
+    printed += capsys.readouterr().out
     rmse_3 = sysid.rmse(test.y[6:, 0], want[6:])
     assert re.search(rf"^RMSE: {rmse_3:.6g}, fit [-0-9.]+ % \(3-step-ahead", printed, re.M), printed
     assert main([*base, "--inputs", "1", "--outputs", "0", "--n-initial", "0"]) == 0
@@ -803,3 +816,123 @@ def test_command_modules_import_no_backend_at_module_level():
                 for module in modules:
                     root = (module or "").split(".")[0]
                     assert root not in ("keras", "tensorflow", "jax", "torch", "numpy"), name
+
+
+# ------------------------------------------------------------------ several outputs, early checks
+def write_two_outputs(path, n_samples: int, seed: int) -> str:
+    """A simulated tank record with a second output (the level doubled, noisy) as CSV."""
+    rec = datasets.simulate_cascaded_tanks(n_samples=n_samples, seed=seed).estimation
+    y2 = 2 * rec.y[:, 0] + 0.1 * np.random.default_rng(seed).normal(size=n_samples)
+    np.savetxt(path, np.column_stack([rec.u[:, 0], rec.y[:, 0], y2]), delimiter=",",
+               header="pump,level,level2", comments="")  # fmt: skip
+    return str(path)
+
+
+def test_identify_reports_every_output_and_scores_own_test_from_its_outputs(
+    tmp_path, capsys, monkeypatch
+):
+    """Two outputs: a panel each, each scored by name; a test file of one's own is quoted
+    by the simulation from its first n measured outputs, not from the estimation start."""
+    import keras_mgu.plotting
+
+    figures = []
+    real = keras_mgu.plotting.simulation_figure
+    monkeypatch.setattr(keras_mgu.plotting, "simulation_figure",
+                        lambda *a, **k: figures.append(real(*a, **k)) or figures[-1])  # fmt: skip
+    train = write_two_outputs(tmp_path / "est.csv", 160, 0)
+    test = write_two_outputs(tmp_path / "test.csv", 96, 1)
+    argv = ["identify", *TINY, "--iterations", "2", "--restarts", "1", "--train", train]
+    argv += ["--test", test, "--inputs", "pump", "--outputs", "level", "level2", "--n-initial", "8"]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    [mgu] = json.loads((tmp_path / "out" / "results.json").read_text())["runs"].values()
+    assert list(mgu["outputs"]) == ["level", "level2"]
+    assert mgu["residuals"]["output_names"] == ["level", "level2"]
+    assert np.array(mgu["residuals"]["autocorrelation"]).shape == (2, 26)
+    assert mgu["headline"] == {"rmse": mgu["rmse_benchmark"], "fit_percent":
+                               mgu["fit_percent_benchmark"], "scored_from": 8,
+                               "start": "the first 8 measured outputs"}  # fmt: skip
+    assert last_line_rmse(out) == pytest.approx(mgu["rmse_benchmark"], rel=1e-3)
+    assert re.search(r"^  output level2: RMSE [0-9.]+, fit -?[0-9.]+ %; from sample 8: ", out,
+                     re.M)  # fmt: skip
+    assert len(figures) == 2  # test_simulation.png and test_residual.png
+    for fig in figures:
+        assert [ax.get_ylabel() for ax in fig.axes] == ["level", "level2"]
+        assert fig.axes[1].get_title().startswith("level2: RMSE ")
+
+
+def test_identify_refuses_fewer_outputs_than_the_encoder_reads(tmp_path, capsys):
+    """An encoder of 20 samples (a window shorter than the record) scored from 5 outputs."""
+    from keras_mgu.cli import build_parser, identify
+
+    argv = ["identify", *TINY, "--iterations", "2", "--restarts", "1", "--window", "32"]
+    args = build_parser().parse_args([*argv, "--out", str(tmp_path)])
+    args.check(args)
+    data = identify.load_data(args)
+    with pytest.raises(identify.DataError, match="the model's encoder reads 20 samples"):
+        identify.identify_model("MGU", data, args, n_initial=5)
+    assert "test RMSE" not in capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def encoder_file(tmp_path_factory):
+    """A tiny encoder model (its encoder reads 20 samples) saved as a file, and its data."""
+    data = datasets.simulate_cascaded_tanks(n_samples=160, seed=0)
+    config = sysid.RecipeConfig(units=(4,), iterations=2, steps_per_epoch=2, validation_checks=2,
+                                initial_state="encoder", window=32)  # fmt: skip
+    found = sysid.identify(data, config, restarts=1)
+    assert found.config.initial_state == "encoder" and found.config.n_initial == 20
+    return found.save(tmp_path_factory.mktemp("encoder") / "mgu.kmgu"), found, data
+
+
+def test_simulate_and_export_check_files_before_the_backend_loads(
+    model_file, encoder_file, tmp_path
+):
+    """Bad files, missing columns and too few outputs for the encoder: at once, without Keras."""
+    from tests.test_cli_startup import probe
+
+    path, found, data = model_file
+    csv = write_csv(tmp_path / "test.csv", data.test)
+    no_u = tmp_path / "no_u.csv"
+    no_u.write_text("time,y\n0,1\n1,2\n")
+    not_a_model = tmp_path / "notes.kmgu"
+    not_a_model.write_text("hello\n")
+    out = ["--out", str(tmp_path / "out.file")]
+    cases = [
+        (["simulate", "--model", str(not_a_model), "--data", csv], "not a keras-mgu model file"),
+        (["simulate", "--model", path, "--data", str(no_u)], "no input column(s) ['u']"),
+        (["simulate", "--model", encoder_file[0], "--data", csv, "--n-initial", "5"],
+         "--n-initial 5: the model's encoder reads 20 samples to set its state; give "
+         "--n-initial 20 or more"),
+        (["simulate", "--model", encoder_file[0], "--data", csv, "--steps-ahead", "2",
+          "--n-initial", "19"], "give --n-initial 20 or more"),
+        (["export", "--model", str(not_a_model)], "cannot load the model"),
+    ]  # fmt: skip
+    for argv, message in cases:
+        loaded, code, err = probe(*argv, *out)
+        assert code == 2 and message in err, err[-2000:]
+        assert loaded == [], (argv, loaded)
+    assert not (tmp_path / "out.file").exists()
+
+
+def test_simulate_encoder_model_from_its_lag(encoder_file, tmp_path, capsys):
+    path, found, data = encoder_file
+    csv = write_csv(tmp_path / "test.csv", data.test)
+    argv = ["simulate", "--model", path, "--data", csv, "--out", str(tmp_path / "sim.csv")]
+    assert main([*argv, "--n-initial", "20"]) == 0
+    header, values = read_simulation(tmp_path / "sim.csv")
+    assert header == ["y_sim", "y_sim_from20"]
+    np.testing.assert_allclose(values[:, 1], found.simulate(data.test.u, data.test.y[:20])[:, 0],
+                               rtol=1e-6)  # fmt: skip
+
+
+@pytest.mark.skipif(not HAS_ONNX_EXPORT, reason="the `export` extra is not installed")
+def test_export_prints_no_numpy_future_warning(model_file, tmp_path):
+    """Keras's ONNX route probes ``np.object``; NumPy's FutureWarning about it is not shown."""
+    out = tmp_path / "mgu.onnx"
+    done = subprocess.run(
+        [sys.executable, "-m", "keras_mgu", "export", "--model", model_file[0], "--out", str(out)],
+        capture_output=True, text=True, cwd=ROOT, env=subprocess_env(), timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0 and out.is_file(), done.stderr[-3000:]
+    assert "FutureWarning" not in done.stderr and "np.object" not in done.stderr, done.stderr

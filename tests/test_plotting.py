@@ -163,3 +163,43 @@ def test_a_score_that_is_one_check_gets_one_panel():
     assert [line.get_label() for line in ax.lines][0] == "val_rmse (the score)"
     assert len(drawn({"val_rmse": 1.0}, train=True)) == 2
     assert len(drawn({"val_rmse": 0.8, "loss": 0.2}, train=False)) == 2
+
+
+def test_simulation_plot_has_one_panel_per_output_by_name(tmp_path):
+    from keras_mgu.plotting import plot_simulation, simulation_figure
+
+    t = np.arange(50) * 0.5
+    y = np.stack([np.sin(t), np.cos(t)], axis=1)
+    y_sim = y + 0.1
+    fig = simulation_figure(t, y, y_sim, ("pos", "vel"), "test", "MGU", scored_from=10)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert len(titles) == 2 and titles[0].startswith("pos: RMSE 0.1, fit ")
+    assert titles[1].startswith("vel: ") and titles[1].endswith("from sample 10")
+    assert [ax.get_ylabel() for ax in fig.axes] == ["pos", "vel"]
+    residual = simulation_figure(t, y, y_sim, ("pos", "vel"), residual=True)
+    np.testing.assert_allclose(residual.axes[1].lines[0].get_ydata(), -0.1)
+    unnamed = simulation_figure(t, y[:, 0], y_sim[:, 0])
+    assert unnamed.axes[0].get_title().startswith("y0: ")
+    path = plot_simulation(t, y, y_sim, tmp_path / "sim.png", ("pos", "vel"))
+    assert open(path, "rb").read(8) == PNG_MAGIC
+    with pytest.raises(ValueError, match="must end in '.png'"):
+        plot_simulation(t, y, y_sim, tmp_path / "sim.pdf")
+
+
+def test_residual_analysis_plot_has_a_column_per_output(tmp_path):
+    from keras_mgu.plotting import plot_residual_analysis, residual_analysis_figure
+    from keras_mgu.sysid import residual_analysis
+
+    rng = np.random.default_rng(0)
+    analysis = residual_analysis(
+        rng.normal(size=(80, 2)), rng.normal(size=(80, 1)), max_lag=5,
+        output_names=("pos", "vel"), input_names=("force",),
+    )  # fmt: skip
+    fig = residual_analysis_figure(analysis, "residuals")
+    titles = sorted(ax.get_title() for ax in fig.axes)
+    assert titles == sorted(
+        ["autocorrelation of e (pos)", "autocorrelation of e (vel)", "e (pos) vs force",
+         "e (vel) vs force"]
+    )  # fmt: skip
+    path = plot_residual_analysis(analysis, tmp_path / "residuals.png")
+    assert open(path, "rb").read(8) == PNG_MAGIC

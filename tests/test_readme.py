@@ -62,17 +62,21 @@ def test_readme_mapping_snippet_runs_and_keeps_the_best_check():
     assert rate == pytest.approx(1e-2 * 0.3**2)
 
 
-def test_readme_ten_lines_run_save_load_and_simulate(tmp_path, monkeypatch):
-    """The first screen's example as printed, on tiny settings: the model file round trip."""
+def ten_lines() -> str:
+    """The first screen's example, on tiny settings."""
     readme = read("README.md")
     section = readme[readme.index("## In ten lines") :]
     code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
-    code = replace_once(
+    return replace_once(
         code,
         "sysid.identify(data, restarts=3, seed=0)",
         "sysid.identify(data, sysid.RecipeConfig(units=(4,), iterations=4), restarts=1, seed=0)",
     )
-    code = replace_once(code, "tanks(seed=0)", "tanks(256, seed=0)")
+
+
+def test_readme_ten_lines_run_save_load_and_simulate(tmp_path, monkeypatch):
+    """The first screen's example as printed, on tiny settings: the model file round trip."""
+    code = replace_once(ten_lines(), "tanks(seed=0)", "tanks(256, seed=0)")
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     exec(compile(code, "README.md", "exec"), namespace)
@@ -80,6 +84,24 @@ def test_readme_ten_lines_run_save_load_and_simulate(tmp_path, monkeypatch):
     assert (tmp_path / "tanks.kmgu").is_file() and y_sim.shape == data.test.y.shape
     np.testing.assert_allclose(y_sim, found.simulate(data.test.u, data.test.y[:50]), rtol=1e-5)
     assert namespace["model"].layers[0].__class__.__name__ == "MGU"
+
+
+def test_readme_ten_lines_run_on_a_file_of_ones_own(tmp_path, monkeypatch):
+    """The data line's alternative, a record read from ``run.csv``, runs the example through."""
+    from keras_mgu import datasets
+
+    code = ten_lines()
+    line = next(text for text in code.splitlines() if text.startswith("data = "))
+    code = replace_once(code, line, "data = " + line.split("# or ", 1)[1])
+    tanks = datasets.simulate_cascaded_tanks(256, seed=0).estimation
+    rows = "".join(f"{u},{y}\n" for u, y in zip(tanks.u[:, 0].tolist(), tanks.y[:, 0].tolist()))
+    (tmp_path / "run.csv").write_text("u,y\n" + rows)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    data = namespace["data"]
+    assert data.estimation.n_samples == round(0.8 * tanks.n_samples)
+    assert namespace["y_sim"].shape == data.test.y.shape
 
 
 @BACKEND_INDEPENDENT

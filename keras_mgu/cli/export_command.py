@@ -22,9 +22,10 @@ import os
 
 from keras_mgu.cli.backends import BACKENDS
 from keras_mgu.cli.errors import UsageError
+from keras_mgu.cli.model_file import read_model_info
 from keras_mgu.cli.simulate import load_model
 
-__all__ = ["add_arguments", "check_arguments", "run_command"]
+__all__ = ["add_arguments", "check_arguments", "read_inputs", "run_command"]
 
 HELP = "write a saved model (.kmgu) as a standalone ONNX simulator"
 DESCRIPTION = (
@@ -54,6 +55,14 @@ def check_arguments(args: argparse.Namespace) -> None:
     """The model file must exist (:class:`UsageError` otherwise)."""
     if not os.path.isfile(args.model):
         raise UsageError(f"--model: no such file: {args.model!r}")
+
+
+def read_inputs(args: argparse.Namespace) -> None:
+    """``args.info``: the model file's manifest, checked before the backend loads.
+
+    A file that is not a model file is refused at once (:class:`UsageError`).
+    """
+    args.info = read_model_info(args.model)
 
 
 def run_command(args: argparse.Namespace) -> int:

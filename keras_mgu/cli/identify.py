@@ -484,7 +484,7 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
     The plots go into ``<--out>/<run_name>/``; the row's ``name`` is that name.
     """
     from keras_mgu import sysid
-    from keras_mgu.cli.simulate import check_encoder_history
+    from keras_mgu.cli.model_file import check_encoder_history
 
     config = build_config(args, kind.lower())
     print(f"\n== {kind}: {args.restarts} restart(s) from seed {args.seed}", flush=True)
@@ -497,7 +497,8 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
         raise UsageError(f"the recipe rejected the settings: {err}") from err
     seconds = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
     test, protocol = data.test, getattr(data, "protocol", None)
-    check_encoder_history(found, n_initial, "--n-initial")
+    lag, given = found.config.n_initial, args.n_initial is not None
+    check_encoder_history(found.config.initial_state, lag, n_initial, given)
     evaluation = sysid.evaluate(
         found, test.u, test.y, n_initial, args.steps_ahead, test.input_names, test.output_names,
         same_start=getattr(protocol, "same_initial_state", False),

@@ -79,8 +79,8 @@ def _fit(values: Any) -> str:
 def print_scores(kind: str, row: Mapping[str, Any], test: Any, n: int, protocol: Any) -> None:
     """One model's test scores: free run, from the first ``n`` outputs, k steps ahead, residuals."""
     print(
-        f"{kind} test, free run from the model's start state, all {test.n_samples} samples: "
-        f"RMSE {fixed(row['rmse'])}, fit {_fit(row['fit_percent'])}"
+        f"{kind} test, free run from the estimation record's start state, all {test.n_samples} "
+        f"samples: RMSE {fixed(row['rmse'])}, fit {_fit(row['fit_percent'])}"
     )
     if n > 0:
         print(
@@ -98,8 +98,33 @@ def print_scores(kind: str, row: Mapping[str, Any], test: Any, n: int, protocol:
         if n > 0:
             line += f", {row['rmse_benchmark_in_unit']:.4g} (from sample {n})"
         print(line)
-    print(f"std of the test output: {fixed(np.std(test.y))}")
+    print_outputs(row, n)
+    print(_spread(test))
     print(f"{kind} residuals {_residual_source(n)}: {row['residuals']['summary']}")
+
+
+def print_outputs(row: Mapping[str, Any], n: int) -> None:
+    """Each output's RMSE and fit % by name, when there are several."""
+    outputs = row.get("outputs") or {}
+    if len(outputs) < 2:
+        return
+    for name, scores in outputs.items():
+        line = f"  output {name}: RMSE {fixed(scores['rmse'])}, fit {scores['fit_percent']:.1f} %"
+        if "rmse_from_n" in scores:
+            line += (f"; from sample {n}: RMSE {fixed(scores['rmse_from_n'])}, fit "
+                     f"{scores['fit_percent_from_n']:.1f} %")  # fmt: skip
+        print(line)
+
+
+def _spread(test: Any) -> str:
+    """``std of the test output: s`` (several outputs: each by name)."""
+    stds = np.std(test.y, axis=0)
+    if len(stds) == 1:
+        return f"std of the test output: {fixed(stds[0])}"
+    names = test.output_names or tuple(f"y{i}" for i in range(len(stds)))
+    return "std of the test outputs: " + ", ".join(
+        f"{name} {fixed(value)}" for name, value in zip(names, stds, strict=True)
+    )
 
 
 def _residual_source(n: int) -> str:
@@ -116,79 +141,44 @@ def describe_selection(found: Any) -> str:
     return f"model kept ({rule}): {chosen}, {how}"
 
 
-def _plot_series(plt: Any, kind: str, record: Any, evaluation: Any, name: str, out: str) -> str:
-    from keras_mgu.sysid import fit_percent, rmse
-
-    t, y_sim = record.time, evaluation.simulation
-    fig, ax = plt.subplots(figsize=(9, 3.5), layout="constrained")
-    if name == "simulation":
-        ax.plot(t, record.y[:, 0], label="measured", lw=1.2)
-        ax.plot(t, y_sim[:, 0], label=f"{kind} free-run simulation", lw=1.2)
-        ax.legend()
-    else:
-        ax.plot(t, record.y[:, 0] - y_sim[:, 0], color="tab:red", lw=1)
-        ax.axhline(0.0, color="k", lw=0.5)
-    ax.set_xlabel("time [s]")
-    ax.set_ylabel(record.output_names[0])
-    fit = fit_percent(record.y[:, :1], y_sim[:, :1])[0]
-    ax.set_title(
-        f"{kind}: {name} on the test record (RMSE {rmse(record.y, y_sim):.3f}, fit {fit:.1f} %)"
-    )
-    path = os.path.join(out, f"test_{name}.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+#: The test record's plots, ``test_<name>.png``: the simulation and its residual.
+SERIES_PLOTS = ("simulation", "residual")
 
 
-def _plot_residual_tests(plt: Any, kind: str, evaluation: Any, out: str) -> str:
-    """``residuals.png``: the residual's autocorrelation and its cross-correlation per input."""
-    res = evaluation.residuals
-    n_in = res.cross_correlation.shape[1]
-    fig, axes = plt.subplots(1 + n_in, 1, figsize=(8, 2.4 * (1 + n_in)), layout="constrained")
-    out_name = res.output_names[0] if res.output_names else "y0"
-    panels = [(axes[0], res.lags, res.autocorrelation[0], f"autocorrelation of e ({out_name})")]
-    for j in range(n_in):
-        name = res.input_names[j] if res.input_names else f"u{j}"
-        panels.append((axes[1 + j], res.cross_lags, res.cross_correlation[0, j], f"e vs {name}"))
-    for ax, lags, values, title in panels:
-        ax.stem(lags, values, basefmt=" ")
-        ax.axhspan(-res.band, res.band, color="tab:blue", alpha=0.15,
-                   label=f"{res.confidence:.0%} band")  # fmt: skip
-        ax.set_title(title, fontsize="medium")
-        ax.grid(True, alpha=0.3)
-    axes[0].legend(loc="upper right", fontsize="small")
-    axes[-1].set_xlabel("lag [samples]")
-    fig.suptitle(f"{kind}: residual analysis {_residual_source(evaluation.n_initial)}")
-    path = os.path.join(out, "residuals.png")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+def _plot_test(kind: str, record: Any, head: Mapping[str, Any], name: str, out: str) -> str:
+    """``test_<name>.png``: the headline's simulation (or residual) of every output."""
+    from keras_mgu.plotting import plot_simulation
+
+    return plot_simulation(
+        record.time, record.y, head["simulation"], os.path.join(out, f"test_{name}.png"),
+        tuple(record.output_names), title=f"{kind}: {name} on the test record",
+        label=f"{kind}, simulated from {head['start']}", scored_from=head["scored_from"],
+        residual=name == "residual",
+    )  # fmt: skip
 
 
 def plot_results(kind: str, record: Any, evaluation: Any, stopper: Any, out: str) -> str:
     """The test plots, ``residuals.png`` and ``training.png`` in the folder ``out``.
 
-    Measured vs simulated output, the residual, the residual analysis
-    (:func:`keras_mgu.sysid.residual_analysis`) and the training curves.
+    Measured vs simulated outputs and the residual, one panel per output (the
+    simulation of the :attr:`~keras_mgu.sysid.Evaluation.headline`), the
+    residual analysis (:func:`keras_mgu.sysid.residual_analysis`, one column
+    per output) and the training curves (:mod:`keras_mgu.plotting`).
 
     Returns the line to print: the files written, or why there are none
     (matplotlib is the optional ``plot`` extra).
     """
     if importlib.util.find_spec("matplotlib") is None:
         return "plots: skipped (matplotlib is not installed: pip install 'keras-mgu[plot]')"
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from keras_mgu.plotting import plot_training
+    from keras_mgu import plotting
 
     os.makedirs(out, exist_ok=True)
-    names = ("simulation", "residual")
-    paths = [_plot_series(plt, kind, record, evaluation, name, out) for name in names]
-    paths.append(_plot_residual_tests(plt, kind, evaluation, out))
+    paths = [_plot_test(kind, record, evaluation.headline, name, out) for name in SERIES_PLOTS]
+    title = f"{kind}: residual analysis {_residual_source(evaluation.n_initial)}"
+    path = os.path.join(out, "residuals.png")
+    paths.append(plotting.plot_residual_analysis(evaluation.residuals, path, title))
     if stopper is not None:
-        paths.append(plot_training(stopper, os.path.join(out, "training.png")))
+        paths.append(plotting.plot_training(stopper, os.path.join(out, "training.png")))
     return "plots: " + ", ".join(paths)
 
 
@@ -237,12 +227,16 @@ def write_results(out: str, earlier: Mapping[str, Any], runs: Mapping[str, Any])
 
 def print_summary(results: Mapping[str, Mapping[str, Any]], test: Any, n_initial: int,
                   protocol: Any) -> None:  # fmt: skip
-    """The results table, the test output's spread and, last, ``test RMSE: <MGU, all>``.
+    """The results table, the test output's spread and, last, ``test RMSE: <value>``.
+
+    The last line is the first model's :attr:`~keras_mgu.sysid.Evaluation.headline`
+    (the row's ``headline``), the line before it says which simulation that is.
 
     ``wall s`` is the training's wall time (runs trained side by side count once).
     """
     later = n_initial > 0
-    header = "| model | outputs | parameters | wall s | test RMSE (all) | fit % (all) |"
+    header = "| model | outputs | parameters | wall s | test RMSE (all, estimation start) |"
+    header += " fit % (all) |"
     if later:
         header += f" test RMSE (from sample {n_initial}) |"
     if protocol is not None:
@@ -259,6 +253,9 @@ def print_summary(results: Mapping[str, Mapping[str, Any]], test: Any, n_initial
             line += f" {r['rmse_in_unit']:.4g} |"
             line += f" {r['rmse_benchmark_in_unit']:.4g} |" if later else ""
         print(line)
-    print(f"std of the test output: {fixed(np.std(test.y))}")
-    first = next(iter(results.values()))
-    print(f"test RMSE: {fixed(first['rmse'])}")
+    print(_spread(test))
+    first, kind = next(iter(results.values())), next(iter(results))
+    head = first["headline"]
+    scored = f"from sample {head['scored_from']}" if head["scored_from"] else "all samples"
+    print(f"test RMSE below: the {kind}'s simulation from {head['start']}, {scored}")
+    print(f"test RMSE: {fixed(head['rmse'])}")

@@ -4,17 +4,24 @@ Reads the model file (.kmgu, written by keras-mgu identify or
 Identification.save) and the data file (any file keras-mgu identify reads:
 delimited text with or without a header row, .mat or .npz), its input columns
 by the model's input names (or --inputs, by name or 0-based index; --columns
-names the columns of a file without a header row), simulates, and writes one
-column <output>_sim per output (one row per sample, the rows of the data
-file); with --steps-ahead K also <output>_pred<K>, the K-step-ahead prediction.
+names the columns of a file without a header row), and simulates. Both files,
+the columns and --n-initial are checked before a backend is imported, so a
+bad file is reported at once.
+
+The CSV file written has one row per sample (the rows of the data file) and
+one column per output and quantity, named after the output:
+  <output>_sim          the free-run simulation from the inputs alone, from the
+                        estimation record's start state (always)
+  <output>_sim_from<N>  the simulation from the state the first N measured
+                        outputs set (its first N rows are those outputs); with
+                        --n-initial N >= 1, or with --steps-ahead
+  <output>_pred<K>      the K-step-ahead prediction (its first N rows the
+                        measured outputs); with --steps-ahead K
 
 When the file also has the output columns (the model's output names, or
---outputs), prints the RMSE and fit % of the simulation: over all samples
-(simulated from the inputs alone, from the state the model learned or its
-estimation record's start), and with --n-initial N from sample N on, the state
-set from the first N measured outputs (then the file written is that
-simulation, its first N rows the measured outputs; N = 0 is the free run).
-Without them it says so and scores nothing.
+--outputs), prints the RMSE and fit % of each: the free run over all samples,
+the others from sample N on. Without them it says so, scores nothing and
+writes the free run alone.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from keras_mgu._atomic import write_atomically
 from keras_mgu.cli.backends import BACKENDS
 from keras_mgu.cli.errors import DataError, UsageError
 from keras_mgu.cli.identify import count, positive_int
+from keras_mgu.cli.model_file import check_encoder_history, read_model_info
 
 __all__ = [
     "add_arguments",
@@ -52,8 +60,9 @@ examples:
   keras-mgu simulate --model mgu.kmgu --data test.txt --inputs 0 --outputs 1 --out sim.csv
 """
 )
-#: Suffixes of the simulated and the predicted columns' names.
-SIM_SUFFIX, PRED_SUFFIX = "_sim", "_pred"
+#: Suffixes of the columns' names: the free run, the simulation from ``N`` measured
+#: outputs and the ``K``-step prediction (``y_sim``, ``y_sim_from50``, ``y_pred10``).
+SIM_SUFFIX, FROM_SUFFIX, PRED_SUFFIX = "_sim", "_sim_from", "_pred"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,11 +82,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="names of all the columns, in order, of a file without a header "
                         "row (.mat and .npz: instead of their variable names)")  # fmt: skip
     parser.add_argument("--out", required=True, metavar="CSV",
-                        help=f"CSV file for the simulated outputs (<output>{SIM_SUFFIX}, and "
-                        f"<output>{PRED_SUFFIX}<K> with --steps-ahead)")  # fmt: skip
+                        help=f"CSV file: <output>{SIM_SUFFIX} the free run; with N measured "
+                        f"outputs also <output>{FROM_SUFFIX}<N>, the simulation from them, and "
+                        f"with --steps-ahead <output>{PRED_SUFFIX}<K>")  # fmt: skip
     parser.add_argument("--n-initial", type=count, metavar="N",
-                        help="set the state from the first N measured outputs and score from "
-                        "sample N on (needs the output columns; 0: the free run "
+                        help="also simulate from the state the first N measured outputs set, "
+                        "scored from sample N on (needs the output columns; an encoder model "
+                        "needs at least the samples its encoder reads; 0: the free run "
                         "alone)")  # fmt: skip
     parser.add_argument("--steps-ahead", type=positive_int, metavar="K",
                         help="also the K-step-ahead prediction: each sample predicted from the "
@@ -117,8 +128,20 @@ def read_table(args: argparse.Namespace) -> Any:
 
 
 def read_inputs(args: argparse.Namespace) -> None:
-    """``args.table``: the data file read before the backend loads (:func:`read_table`)."""
+    """The data and the model file read and checked before the backend loads.
+
+    Sets ``args.table`` (:func:`read_table`), ``args.info`` (the model file's
+    :class:`~keras_mgu.cli.model_file.ModelInfo`), ``args.u``, ``args.y``
+    (:func:`read_data`) and ``args.n``, ``args.k`` (``--n-initial`` and
+    ``--steps-ahead`` checked against them).
+    """
     args.table = read_table(args)
+    args.info = read_model_info(args.model)
+    try:
+        args.u, args.y = read_data(args.table, args.info, args)
+    except (OSError, ValueError) as err:
+        raise DataError(" ".join(f"cannot read the data: {err}".split())) from err
+    args.n, args.k = _check_request(args, args.info, args.u, args.y)
 
 
 def _select(table: Any, inputs: list[str], outputs: list[str] | tuple) -> tuple[Any, Any]:
@@ -193,28 +216,35 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Simulate, write the CSV file, print the scores; returns them (empty without outputs)."""
     from keras_mgu import sysid
 
-    table = args.table if getattr(args, "table", None) is not None else read_table(args)
+    if getattr(args, "info", None) is None:  # called without main's reading step
+        read_inputs(args)
     found = load_model(args.model)
-    try:
-        u, y = read_data(table, found, args)
-    except (OSError, ValueError) as err:
-        raise DataError(" ".join(f"cannot read the data: {err}".split())) from err
-    n, k = _check_request(args, found, u, y)
+    u, y, n, k = args.u, args.y, args.n, args.k
     print(f"model: {args.model} ({_describe(found)}); data: {len(u)} samples of {args.data}")
-    columns = [f"{name}{SIM_SUFFIX}" for name in found.output_names]
+    names = found.output_names
     if y is None:
-        print(f"not scored: {args.data!r} has no output column {list(found.output_names)} "
+        print(f"not scored: {args.data!r} has no output column {list(names)} "
               "(give them, or --outputs, to score the simulation)")  # fmt: skip
-        _write(args.out, columns, [found.simulate(u)])
+        _write(args.out, [f"{name}{SIM_SUFFIX}" for name in names], [found.simulate(u)])
         return {}
     evaluation = sysid.evaluate(found, u, y, n, k)
     _print_scores(evaluation, len(u))
-    sims = [evaluation.from_n["simulation"] if evaluation.from_n else evaluation.simulation]
-    if k is not None:
-        columns += [f"{name}{PRED_SUFFIX}{k}" for name in found.output_names]
-        sims.append(evaluation.prediction["y_pred"])
-    _write(args.out, columns, sims)
+    _write(args.out, *_columns(evaluation, names))
     return evaluation.to_dict()
+
+
+def _columns(evaluation: Any, names: tuple[str, ...]) -> tuple[list[str], list[Any]]:
+    """The CSV file's column names and arrays: free run, from ``n``, ``k`` steps ahead."""
+    columns = [f"{name}{SIM_SUFFIX}" for name in names]
+    values = [evaluation.simulation]
+    if evaluation.from_n is not None:
+        columns += [f"{name}{FROM_SUFFIX}{evaluation.n_initial}" for name in names]
+        values.append(evaluation.from_n["simulation"])
+    if evaluation.prediction is not None:
+        k = evaluation.prediction["steps_ahead"]
+        columns += [f"{name}{PRED_SUFFIX}{k}" for name in names]
+        values.append(evaluation.prediction["y_pred"])
+    return columns, values
 
 
 def _check_request(args: argparse.Namespace, found: Any, u: Any, y: Any) -> tuple[int, Any]:
@@ -226,6 +256,7 @@ def _check_request(args: argparse.Namespace, found: Any, u: Any, y: Any) -> tupl
                 f"{option} needs the measured outputs: {args.data!r} has no output column "
                 f"{list(found.output_names)} (or give --outputs)"
             )
+    given = n is not None
     if k is not None:
         n = found.resolve_n_initial(n)
         if n == 0:
@@ -234,13 +265,14 @@ def _check_request(args: argparse.Namespace, found: Any, u: Any, y: Any) -> tupl
     n = 0 if n is None else n
     if n >= len(u):
         raise DataError(f"--n-initial {n} leaves no sample of the {len(u)} in {args.data!r}")
+    check_encoder_history(found.initial_state, found.encoder_lag, n, given)
     return n, k
 
 
 def _print_scores(evaluation: Any, n_samples: int) -> None:
     fit = lambda values: ", ".join(f"{v:.1f}" for v in values) + " %"  # noqa: E731
     print(f"RMSE: {evaluation.rmse:.6g}, fit {fit(evaluation.fit_percent)} (all {n_samples} "
-          "samples, from the model's start state)")  # fmt: skip
+          "samples, the free run from the estimation record's start state)")  # fmt: skip
     n = evaluation.n_initial
     if evaluation.from_n is not None:
         r = evaluation.from_n

@@ -14,6 +14,14 @@ each under one name:
   scored; none for ``n = 0`` (a prediction starts from measured outputs).
 * ``residuals``: :func:`~keras_mgu.sysid.residual_analysis` of the residual
   of the simulation scored in ``from_n`` (the free run's for ``n = 0``).
+* ``headline``: the score to quote for the experiment. The free run starts
+  from the estimation record's start state, which fits an experiment that
+  starts where the estimation record did (``same_start``: a benchmark whose
+  protocol says so, ``Protocol.same_initial_state``); any other experiment is
+  quoted by ``from_n``, the simulation from its own first ``n`` measured
+  outputs (``found.score(record, "benchmark")``), and by the free run only
+  for ``n = 0``.
+* ``outputs``: the scores of each output, by its name.
 """
 
 from __future__ import annotations
@@ -43,6 +51,11 @@ class Evaluation:
             k-step-ahead prediction ``y_pred`` ``(N, n_outputs)`` scored from
             sample ``n``; None for ``n = 0`` or when no ``k`` was asked for.
         residuals: The residual analysis (see the module).
+        outputs: Each output's scores by its name (``y0``, ``y1``, ... when
+            not given): ``rmse``, ``fit_percent`` of ``simulation`` and, for
+            ``n > 0``, ``rmse_from_n``, ``fit_percent_from_n`` of ``from_n``.
+        same_start: Whether the experiment starts where the estimation record
+            did (see :attr:`headline`).
     """
 
     n_initial: int
@@ -52,6 +65,23 @@ class Evaluation:
     from_n: dict[str, Any] | None
     prediction: dict[str, Any] | None
     residuals: ResidualAnalysis
+    outputs: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
+    same_start: bool = False
+
+    @property
+    def headline(self) -> dict[str, Any]:
+        """The score to quote (see the module), with its simulation and where it starts.
+
+        ``{"rmse", "fit_percent", "simulation", "scored_from", "start"}``:
+        ``scored_from`` is its first scored sample, ``start`` says in words
+        what sets its state.
+        """
+        if self.from_n is None or self.same_start:
+            start = "the estimation record's start state"
+            return {"rmse": self.rmse, "fit_percent": self.fit_percent,
+                    "simulation": self.simulation, "scored_from": 0, "start": start}  # fmt: skip
+        n = self.n_initial
+        return {**self.from_n, "scored_from": n, "start": f"the first {n} measured outputs"}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain numbers and lists (no simulations or predictions), for ``results.json``."""
@@ -62,6 +92,8 @@ class Evaluation:
             "from_n": _scores_only(self.from_n),
             "prediction": _scores_only(self.prediction),
             "residuals": self.residuals.to_dict(),
+            "headline": _scores_only(self.headline),
+            "outputs": self.outputs,
         }
 
 
@@ -76,9 +108,25 @@ def _scores(y: np.ndarray, y_hat: np.ndarray) -> dict[str, Any]:
     return {"rmse": rmse(y, y_hat), "fit_percent": fit_percent(y, y_hat).tolist()}
 
 
+def _by_output(
+    y: np.ndarray, free: np.ndarray, from_n: dict[str, Any] | None, n: int, names: tuple[str, ...]
+) -> dict[str, dict[str, float]]:
+    """Each output's scores by its name (see :attr:`Evaluation.outputs`)."""
+    names = tuple(names) or tuple(f"y{i}" for i in range(y.shape[1]))
+    table = {}
+    for i, name in enumerate(names):
+        row = _scores(y[:, i : i + 1], free[:, i : i + 1])
+        table[name] = {"rmse": row["rmse"], "fit_percent": row["fit_percent"][0]}
+        if from_n is not None:
+            row = _scores(y[n:, i : i + 1], from_n["simulation"][n:, i : i + 1])
+            table[name].update(rmse_from_n=row["rmse"], fit_percent_from_n=row["fit_percent"][0])
+    return table
+
+
 def evaluate(
     found: Any, u: Any, y: Any, n_initial: int, steps_ahead: int | None = None,
     input_names: tuple[str, ...] = (), output_names: tuple[str, ...] = (),
+    same_start: bool = False,
 ) -> Evaluation:  # fmt: skip
     """Simulate, predict and analyse ``found`` (an :class:`Identification`) on ``u``, ``y``.
 
@@ -87,7 +135,11 @@ def evaluate(
         u, y: The experiment ``(N, n_inputs)``, ``(N, n_outputs)``, physical units.
         n_initial: ``n``, ``0 <= n < N``: the measured outputs that set the state.
         steps_ahead: ``k >= 1`` for the k-step-ahead prediction, or None.
-        input_names, output_names: Channel names for the residual analysis.
+        input_names, output_names: Channel names for the residual analysis and
+            :attr:`Evaluation.outputs`.
+        same_start: Whether the experiment starts where the estimation record
+            did (a benchmark's ``Protocol.same_initial_state``): then the free
+            run is the :attr:`~Evaluation.headline`.
     """
     u, y = np.asarray(u, dtype=np.float64), np.asarray(y, dtype=np.float64)
     n = int(n_initial)
@@ -108,4 +160,8 @@ def evaluate(
         input_names=input_names,
     )  # fmt: skip
     whole = _scores(y, free)
-    return Evaluation(n, free, whole["rmse"], whole["fit_percent"], from_n, prediction, residuals)
+    outputs = _by_output(y, free, from_n, n, output_names)
+    return Evaluation(
+        n, free, whole["rmse"], whole["fit_percent"], from_n, prediction, residuals, outputs,
+        bool(same_start),
+    )  # fmt: skip

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from keras_mgu._atomic import write_atomically
+from keras_mgu._manifest import FORMAT, FORMAT_VERSION, MANIFEST, ModelFileError, check_manifest
 from keras_mgu._version import __version__
 from keras_mgu.datasets import Normalizer, Protocol
 from keras_mgu.sysid.config import RecipeConfig
@@ -69,13 +70,8 @@ __all__ = [
 
 #: The suggested suffix of model files.
 SUFFIX = ".kmgu"
-#: The manifest's ``format`` value, and the newest format version this code reads and writes.
-FORMAT, FORMAT_VERSION = "keras_mgu.identification", 1
-MANIFEST, ARRAYS = "keras_mgu_identification.json", "arrays.npz"
-
-
-class ModelFileError(ValueError):
-    """A file that is not a readable keras-mgu model file (the message says why)."""
+#: The arrays' entry of the archive (the manifest's: ``keras_mgu._manifest.MANIFEST``).
+ARRAYS = "arrays.npz"
 
 
 # ------------------------------------------------------------------------------------- saving
@@ -214,7 +210,7 @@ def read_model_file(filepath: str | os.PathLike) -> dict[str, Any]:
         raise FileNotFoundError(f"No such model file: {filepath!r}.")
     try:
         with zipfile.ZipFile(filepath) as archive:
-            manifest = _read_manifest(archive, filepath)
+            manifest = check_manifest(archive, filepath)
             return _fields(archive, manifest)
     except (zipfile.BadZipFile, zlib.error) as err:
         raise ModelFileError(
@@ -228,35 +224,6 @@ def read_model_file(filepath: str | os.PathLike) -> dict[str, Any]:
             f"{filepath!r} is a damaged keras-mgu model file (an entry is missing or does not "
             f"read: {type(err).__name__}: {err})."
         ) from None
-
-
-def _read_manifest(archive: zipfile.ZipFile, filepath: str) -> dict:
-    names = set(archive.namelist())
-    if MANIFEST not in names:
-        if {"config.json", "metadata.json"} <= names:
-            raise ModelFileError(
-                f"{filepath!r} is a Keras model archive (.keras), not a keras-mgu model file "
-                "(an Identification saved with .save()); load it with keras.saving.load_model."
-            )
-        raise ModelFileError(
-            f"{filepath!r} is a zip archive but not a keras-mgu model file (it has no "
-            f"{MANIFEST!r})."
-        )
-    manifest = json.loads(archive.read(MANIFEST))
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ModelFileError(
-            f"{filepath!r} is not a keras-mgu model file (its manifest's format is not {FORMAT!r})."
-        )
-    version = manifest.get("format_version")
-    if not isinstance(version, int) or version < 1:
-        raise ModelFileError(f"{filepath!r} has a bad format version {version!r}.")
-    if version > FORMAT_VERSION:
-        raise ModelFileError(
-            f"{filepath!r} was written by a newer keras-mgu ({manifest.get('keras_mgu_version')}, "
-            f"format version {version}); this keras-mgu ({__version__}) reads format versions up "
-            f"to {FORMAT_VERSION}. Upgrade keras-mgu to load it."
-        )
-    return manifest
 
 
 def _fields(archive: zipfile.ZipFile, manifest: dict) -> dict[str, Any]:

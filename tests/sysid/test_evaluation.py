@@ -42,3 +42,50 @@ def test_to_dict_holds_the_numbers_and_no_arrays(found):
     assert "y_pred" in ev.prediction and "simulation" in ev.from_n  # the evaluation keeps them
     free = evaluate(model, test.u[:40], test.y[:40], 0, None).to_dict()
     assert free["from_n"] is None and free["prediction"] is None
+
+
+def test_headline_is_the_simulation_from_n_unless_the_test_starts_where_estimation_did(found):
+    """A record of its own is quoted from its first n outputs; a continuation by the free run."""
+    test, model = found
+    u, y = test.u[:40], test.y[:40]
+    own = evaluate(model, u, y, 6)
+    head = own.headline
+    assert head["rmse"] == own.from_n["rmse"] and head["scored_from"] == 6
+    assert head["start"] == "the first 6 measured outputs"
+    np.testing.assert_allclose(head["simulation"], model.simulate(u, y[:6]))
+    same = evaluate(model, u, y, 6, same_start=True).headline
+    assert same["rmse"] == own.rmse and same["scored_from"] == 0
+    assert same["start"] == "the estimation record's start state"
+    free = evaluate(model, u, y, 0).headline  # no measured output: the free run alone
+    assert free["rmse"] == own.rmse and free["start"] == "the estimation record's start state"
+    plain = own.to_dict()["headline"]
+    assert "simulation" not in plain and plain["rmse"] == own.from_n["rmse"]
+
+
+class TwoOutputs:
+    """A stand-in model of two outputs: ``y1 = u``, ``y2 = 2 u`` (+1 from the measured start)."""
+
+    def simulate(self, u, y_initial=None):
+        sim = np.hstack([u, 2 * u]) + (0.0 if y_initial is None else 1.0)
+        if y_initial is not None:
+            sim[: len(y_initial)] = y_initial
+        return sim
+
+
+def test_every_output_is_scored_by_its_name():
+    rng = np.random.default_rng(0)
+    u = rng.normal(size=(60, 1))
+    y = np.hstack([u + 0.1 * rng.normal(size=(60, 1)), 2 * u + rng.normal(size=(60, 1))])
+    ev = evaluate(TwoOutputs(), u, y, 5, input_names=("u",), output_names=("pos", "vel"))
+    assert list(ev.outputs) == ["pos", "vel"]
+    free, from_5 = TwoOutputs().simulate(u), TwoOutputs().simulate(u, y[:5])
+    for i, name in enumerate(("pos", "vel")):
+        scores = ev.outputs[name]
+        assert scores["rmse"] == pytest.approx(rmse(y[:, i], free[:, i]))
+        assert scores["fit_percent"] == pytest.approx(fit_percent(y[:, i], free[:, i])[0])
+        assert scores["rmse_from_n"] == pytest.approx(rmse(y[5:, i], from_5[5:, i]))
+    assert ev.outputs["pos"]["rmse"] < ev.outputs["vel"]["rmse"]
+    assert ev.residuals.output_names == ("pos", "vel")
+    assert json.loads(json.dumps(ev.to_dict()))["outputs"] == ev.outputs
+    unnamed = evaluate(TwoOutputs(), u, y, 0)
+    assert list(unnamed.outputs) == ["y0", "y1"] and "rmse_from_n" not in unnamed.outputs["y0"]
