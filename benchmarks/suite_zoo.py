@@ -87,17 +87,50 @@ ZOO_COLUMNS = (
 )
 
 
-def zoo_table(groups) -> str:
+def floor_cell(floor: dict | None) -> str:
+    """``"MODEL within / beyond after"`` of a floor (:func:`sysid_suite.floors`), or none."""
+    if floor is None:
+        return "none"
+    return f"{floor['model']} {floor['within']:.3g} / {floor['beyond_after']:.3g}"
+
+
+def floors_table(floors: dict[str, dict]) -> str:
+    """Markdown: each zoo plant's floors, ``floors``: plant -> :func:`sysid_suite.floors`.
+
+    Per plant the ARX floor and the own-class reference (or none), scored as
+    :func:`zoo_scores` scores a network, in the output's unit.
+    """
+    lines = [
+        "| plant | floor | model | " + " | ".join(title for _, title in ZOO_COLUMNS) + " |",
+        "|---|---|---|" + "---:|" * len(ZOO_COLUMNS),
+    ]
+    for plant, floor in floors.items():
+        for kind, title in (("arx", "ARX"), ("reference", "own class")):
+            scores = floor[kind]
+            if scores is None:
+                lines.append(f"| {plant} | {title} | none |" + " - |" * len(ZOO_COLUMNS))
+                continue
+            cells = " | ".join(f"{scores[key]:.3g}" for key, _ in ZOO_COLUMNS)
+            lines.append(f"| {plant} | {title} | {scores['model']} | {cells} |")
+    return "\n".join(lines)
+
+
+def zoo_table(groups, floors: dict[str, dict] | None = None) -> str:
     """Markdown: per zoo plant and backend, each score per seed and its median over seeds.
 
     ``groups``: ``(benchmark, backend, results by seed)``; other benchmarks
     are left out. Scores of the chosen run, in the output's unit: the test
     record (within the estimation input's range), the ``beyond`` record before
-    and after ``beyond_start``, and after / within.
+    and after ``beyond_start``, and after / within; then the plant's floors
+    (``floors``: benchmark -> :func:`sysid_suite.floors`, a dash where
+    missing), each as within / beyond after: the ARX model and the plant's
+    own class fitted by least squares (or none).
     """
+    floors = floors or {}
     lines = [
-        "| plant | backend | seeds | " + " | ".join(title for _, title in ZOO_COLUMNS) + " |",
-        "|---|---|---|" + "---:|" * len(ZOO_COLUMNS),
+        "| plant | backend | seeds | " + " | ".join(title for _, title in ZOO_COLUMNS) + " | "
+        "ARX floor: within / beyond after | own class: within / beyond after |",
+        "|---|---|---|" + "---:|" * len(ZOO_COLUMNS) + "---|---|",
     ]
     for benchmark, backend, results in groups:
         if not is_zoo(benchmark):
@@ -107,6 +140,9 @@ def zoo_table(groups) -> str:
             values = [r["zoo"][key] for r in results]
             per_seed = " / ".join(f"{v:.3g}" for v in values)
             cells.append(f"{per_seed} (median {statistics.median(values):.3g})")
+        floor = floors.get(benchmark)
+        kinds = ("arx", "reference")
+        cells += ["-", "-"] if floor is None else [floor_cell(floor[kind]) for kind in kinds]
         plant = benchmark[len(ZOO_PREFIX) :]
         seeds = " ".join(str(r["seed"]) for r in results)
         lines.append(f"| {plant} | {backend} | {seeds} | {' | '.join(cells)} |")

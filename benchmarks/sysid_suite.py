@@ -12,8 +12,10 @@ validation. Each run goes to ``--out/BENCHMARK/BACKEND_seedS.json``.
 
 ``--report`` turns the JSON files into the markdown tables of README.md and
 ``benchmarks/RESULTS.md``: per benchmark and backend the per-seed scores,
-median, worst, the score of the simulation from the estimation start (no
-measured test output used), the median validation RMSE of the chosen runs
+median, worst, the ARX floor (:func:`floors`: the ``--linear`` model, fitted
+and scored when the report is made; a dash where the data are absent), the
+score of the simulation from the estimation start (no measured test output
+used), the median validation RMSE of the chosen runs
 (standardised units: what variants are compared by) and the median wall time
 of ``identify`` (all restarts). Where the protocol's ``n`` changed with
 ``nonlinear-benchmarks`` 1.0.1 (``Protocol.previous_n_initial``: Cascaded Tanks
@@ -30,7 +32,11 @@ unit, simulated from the state its first ``ZOO_N_INITIAL`` measured outputs
 give and scored after them, on the test record (within the estimation input's
 range) and on the ``beyond`` record, split at ``beyond_start`` into the part
 within range and the part beyond it. ``--report`` adds a table of the zoo
-plants: within, beyond (before and after), and after / within.
+plants: within, beyond (before and after), and after / within, beside the
+plant's floors scored the same way: the ARX model and, where the plant has
+one, its own model class fitted by least squares
+(``zoo_polynomial_narx.own_class_reference``: a cubic NARX for the Duffing
+oscillators, a NARX in ``sin(theta)`` for the pendulum).
 
 Usage::
 
@@ -65,7 +71,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from benchmarks import suite_zoo  # noqa: E402
+from benchmarks import suite_zoo, zoo_polynomial_narx  # noqa: E402
 from benchmarks.suite_zoo import (  # noqa: E402
     ZOO_COLUMNS,
     ZOO_DATA_SEED,
@@ -367,40 +373,52 @@ def _groups(out: str):
         yield benchmark, backend, sorted(results, key=lambda r: r["seed"])
 
 
-def report(out: str, peers: str | None = None) -> str:
+def report(out: str, peers: str | None = None, floors: dict[str, dict] | None = None) -> str:
     """Markdown: one row per benchmark and backend, then the peers' rows of that benchmark.
 
     ``peers`` is a folder of ``benchmarks/peers/`` results
     (``BENCHMARK/PEER_seedS.json``); ``None`` or a missing folder: no peer rows.
+    ``floors``: benchmark -> :func:`floors`, whose ARX test RMSE every row of
+    the benchmark shows (a dash where missing).
     """
     lines = [
-        "| benchmark | backend | seeds | test RMSE per seed | median | worst | "
+        "| benchmark | backend | seeds | test RMSE per seed | median | worst | ARX floor | "
         "from the estimation start, median | validation RMSE, median | identify time, median |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
+    floors = floors or {}
     rows: dict[str, list[str]] = {}
     for benchmark, backend, results in _groups(out):
         rows.setdefault(benchmark, []).append(
             _row(benchmark, backend, results, statistics.median(r["test_all"] for r in results),
-                 _validation_median(results))
+                 _validation_median(results), floors.get(benchmark))
         )  # fmt: skip
     for (benchmark, label), results in load_peer_results(peers).items():
         validation = f"{statistics.median(r['validation_rmse'] for r in results):.3f}"
-        rows.setdefault(benchmark, []).append(_row(benchmark, label, results, None, validation))
+        rows.setdefault(benchmark, []).append(
+            _row(benchmark, label, results, None, validation, floors.get(benchmark))
+        )
     order = {name: i for i, name in enumerate(BENCHMARKS)}
     for benchmark in sorted(rows, key=lambda name: (order.get(name, 99), name)):
         lines.extend(rows[benchmark])
     return "\n".join(lines)
 
 
-def _row(benchmark: str, label: str, results: list[dict], start, validation: str) -> str:
-    """One table row; ``start``: the median score from the estimation start, or None (a dash)."""
+def _row(
+    benchmark: str, label: str, results: list[dict], start, validation: str, floor=None
+) -> str:
+    """One table row; ``start``: the median score from the estimation start, or None (a dash).
+
+    ``floor``: the benchmark's :func:`floors` (its ARX test RMSE), or None (a dash).
+    """
     unit = results[0]["unit"]
     tests = [r["test"] for r in results]
+    arx = None if floor is None or floor["arx"] is None else floor["arx"]["test"]
     return (
         f"| {benchmark} | {label} | {' '.join(str(r['seed']) for r in results)} | "
         f"{' / '.join(f'{v:.3g}' for v in tests)} {unit} | "
         f"{statistics.median(tests):.3g} {unit} | {max(tests):.3g} {unit} | "
+        f"{'-' if arx is None else f'{arx:.3g} {unit}'} | "
         f"{'-' if start is None else f'{start:.3g} {unit}'} | {validation} | "
         f"{statistics.median(r['seconds'] for r in results):.0f} s |"
     )
@@ -527,9 +545,9 @@ def runs_table(out: str) -> str:
     return "\n".join(lines)
 
 
-def zoo_table(out: str) -> str:
-    """Markdown: the zoo plants of folder ``out`` (see ``suite_zoo.zoo_table``)."""
-    return suite_zoo.zoo_table(_groups(out))
+def zoo_table(out: str, floors: dict[str, dict] | None = None) -> str:
+    """Markdown: the zoo plants of folder ``out`` and their floors (``suite_zoo.zoo_table``)."""
+    return suite_zoo.zoo_table(_groups(out), floors)
 
 
 def zoo_runs_table(out: str) -> str:
@@ -563,6 +581,66 @@ def linear_on_test(data) -> tuple:
     n, (_, scale) = data.n_initial or ZOO_N_INITIAL, unit_and_scale(data)
     y_sim = norm.inverse_transform_y(model.simulate(test.u, test.y[0]))
     return model, norm, table, scale * sysid.rmse(data.test.y[n:], y_sim[n:])
+
+
+def floors(data, plant=None) -> dict:
+    """A record's floors: least-squares models, no training, scored as the suite scores a run.
+
+    ``arx``: the model of ``--linear`` (:func:`linear_on_test`: the ARX order
+    that simulates validation best, simulated at rest at the first measured
+    output): ``model`` (``"ARX(na, nb)"``, ``", rejected"`` added where
+    ``select_linear_model`` keeps no linear model because even the best order
+    leaves more than ``LINEAR_SHARE_MAX`` of the constant's validation RMSE)
+    and ``test``, the test RMSE under the protocol (in its unit; from sample
+    ``ZOO_N_INITIAL`` for a zoo plant). For a zoo ``plant`` it adds
+    :func:`suite_zoo.zoo_scores`'s ``within``, ``beyond_before``,
+    ``beyond_after`` and ``ratio``. ``reference``: a zoo plant's own class
+    fitted by least squares (``zoo_polynomial_narx.own_class_reference``),
+    the same scores; None for a measured benchmark or a plant without one.
+    A simulation that diverges scores ``inf``.
+    """
+    from keras_mgu import sysid
+
+    model, norm, table, _ = linear_on_test(data)
+    label = "" if model is None else f"ARX{model.orders}"
+    if model is None and table:  # the best order all the same, for the floor
+        na = min(table, key=lambda row: row["validation_rmse"])["na"]
+        est = norm.transform(data.estimation)
+        model = sysid.LinearModel.fit(est.u, est.y, na)
+        label = f"ARX{model.orders}, rejected"
+    n, scale = data.n_initial or ZOO_N_INITIAL, unit_and_scale(data)[1]
+    arx = None
+    if model is not None:
+        linear = suite_zoo.LinearAlone(model, norm)
+        arx = {"model": label, "test": scale * linear.score(data.test, "benchmark", n)}
+        if plant is not None:
+            arx.update(zoo_scores(linear, plant, n))
+    reference = None
+    own = None if plant is None else zoo_polynomial_narx.own_class_reference(plant)
+    if own is not None:
+        reference = {"model": own.name, **zoo_scores(own, plant, n)}
+        reference["test"] = reference["within"]
+    for scores in (arx, reference):
+        for key, value in (scores or {}).items():
+            if isinstance(value, float) and not np.isfinite(value):
+                scores[key] = float("inf")
+    return {"arx": arx, "reference": reference}
+
+
+def report_floors(args: argparse.Namespace) -> dict[str, dict]:
+    """:func:`floors` of every benchmark with results in ``args.out`` or ``args.peers``.
+
+    A measured benchmark whose data are not under ``args.data_root`` is left out.
+    """
+    out = {}
+    found = {benchmark for benchmark, _ in load_results(args.out)}
+    found |= {benchmark for benchmark, _ in load_peer_results(args.peers)}
+    for benchmark in sorted(found):
+        if not is_zoo(benchmark) and not os.path.isdir(os.path.join(args.data_root, benchmark)):
+            continue
+        data, plant = load_data(args, benchmark)
+        out[benchmark] = floors(data, plant)
+    return out
 
 
 def linear_alone(args: argparse.Namespace) -> str:
@@ -602,15 +680,16 @@ def _validation_median(results: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.report:
-        commands = peer_commands(args.peers)
-        print(report(args.out, args.peers) + (f"\n\n{commands}" if commands else "")
+        commands, floors_found = peer_commands(args.peers), report_floors(args)
+        print(report(args.out, args.peers, floors_found) + (f"\n\n{commands}" if commands else "")
               + "\n\nFrom the protocol's n and from its previous n:\n\n"
               + previous_n_table(args.out) + "\n\nSelection rules on the same runs:\n\n"
               + rules_table(args.out) + "\n\nEvery run:\n\n" + runs_table(args.out))  # fmt: skip
         commands = zoo_commands(args.out)
         if commands:
             title = f"Zoo plants (output's unit, from sample {ZOO_N_INITIAL})"
-            print(f"\n{title}:\n\n{zoo_table(args.out)}\n\n" + "\n".join(commands))
+            table = zoo_table(args.out, floors_found)
+            print(f"\n{title}:\n\n{table}\n\n" + "\n".join(commands))
             runs = "Every run of the zoo plants (structure, seed, within / beyond after)"
             print(f"\n{runs}:\n\n{zoo_runs_table(args.out)}")
     elif args.linear:

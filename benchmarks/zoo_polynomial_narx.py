@@ -14,12 +14,23 @@ simulation that leaves ``|y| > 1e6`` (standardised) counts as diverged: its
 RMSE is infinite. No network is trained; the script needs only NumPy.
 
     python benchmarks/zoo_polynomial_narx.py duffing two_mass_drive bouc_wen overflowing_tanks
+
+``--floors`` prints instead the floors the suite's report sets beside each
+zoo plant: the ARX model of ``sysid_suite.py --linear`` and, where the plant
+has one, its own class fitted by least squares (:func:`own_class_reference`),
+both scored as the suite scores a network (``suite_zoo.zoo_floors``)::
+
+    python benchmarks/zoo_polynomial_narx.py hardening_oscillator pendulum --floors
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
+import os
+import sys
+from collections.abc import Callable
 
 import numpy as np
 
@@ -35,22 +46,52 @@ def features(y_lags: np.ndarray, u_lags: np.ndarray, degree: int) -> np.ndarray:
     return np.concatenate([*columns, np.ones((len(y_lags), 1))], axis=1)
 
 
-def fit(u: np.ndarray, y: np.ndarray, na: int, degree: int, ridge: float = 1e-6) -> np.ndarray:
-    """Least-squares coefficients of one-step prediction on a standardised record."""
-    n = len(y)
+#: Regressors of rows of lags: ``(y_lags (K, na), u_lags (K, na + 1)) -> (K, n_features)``.
+Basis = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def _basis(degree: int, basis: Basis | None) -> Basis:
+    if basis is not None:
+        return basis
+    return lambda y_lags, u_lags: features(y_lags, u_lags, degree)
+
+
+def fit(
+    u: np.ndarray,
+    y: np.ndarray,
+    na: int,
+    degree: int,
+    ridge: float = 1e-6,
+    basis: Basis | None = None,
+) -> np.ndarray:
+    """Least-squares coefficients of one-step prediction on a standardised record.
+
+    ``theta = argmin sum_k (y[k] - phi_k theta)^2 + ridge |theta|^2`` with
+    ``phi_k`` the row of :func:`features` (or of ``basis``) for the lags
+    ``y[k-1..k-na]`` and ``u[k..k-na]``; ``u``, ``y``: ``(N,)``.
+    """
+    n, phi = len(y), _basis(degree, basis)
     y_lags = np.column_stack([y[na - j : n - j] for j in range(1, na + 1)])
     u_lags = np.column_stack([u[na - j : n - j] for j in range(0, na + 1)])
-    x = features(y_lags, u_lags, degree)
+    x = phi(y_lags, u_lags)
     return np.linalg.solve(x.T @ x + ridge * np.eye(x.shape[1]), x.T @ y[na:])
 
 
-def simulate(theta: np.ndarray, u: np.ndarray, y: np.ndarray, na: int, degree: int) -> np.ndarray:
-    """Free run from the first ``na`` measured outputs; NaN from where it diverges."""
+def simulate(
+    theta: np.ndarray,
+    u: np.ndarray,
+    y: np.ndarray,
+    na: int,
+    degree: int,
+    basis: Basis | None = None,
+) -> np.ndarray:
+    """Free run ``(N,)`` from the first ``na`` measured outputs; NaN from where it diverges."""
+    phi = _basis(degree, basis)
     out = np.full(len(u), np.nan)
     out[:na] = y[:na]
     for k in range(na, len(u)):
         y_lags, u_lags = out[k - na : k][::-1][None], u[k - na : k + 1][::-1][None]
-        out[k] = (features(y_lags, u_lags, degree) @ theta)[0]
+        out[k] = (phi(y_lags, u_lags) @ theta)[0]
         if not abs(out[k]) < DIVERGED:
             out[k:] = np.nan
             break
@@ -61,6 +102,99 @@ def rmse(y: np.ndarray, y_sim: np.ndarray) -> float:
     if not np.all(np.isfinite(y_sim)):
         return math.inf
     return float(np.sqrt(np.mean((y - y_sim) ** 2)))
+
+
+def sine_basis(mean_y: float, std_y: float) -> Basis:
+    """``[y_lags, u_lags, sin(mean_y + std_y y_lags), 1]``: ``sin`` of the physical output.
+
+    The pendulum's Euler-discretised equation is linear in these regressors:
+    ``theta[k] = 2 theta[k-1] - theta[k-2] - h c / (m l^2) (theta[k-1] - theta[k-2])
+    - h^2 (g / l) sin(theta[k-2]) + h^2 u[k-2] / (m l^2)`` (``h = ts``).
+    """
+
+    def phi(y_lags: np.ndarray, u_lags: np.ndarray) -> np.ndarray:
+        sines = np.sin(mean_y + std_y * y_lags)
+        return np.concatenate([y_lags, u_lags, sines, np.ones((len(y_lags), 1))], axis=1)
+
+    return phi
+
+
+#: Each plant's own class, where it is linear in its parameters: a label and
+#: the regressors from the estimation output's ``(mean, std)``. The Duffing
+#: oscillators' Euler-discretised equation is a cubic polynomial NARX; the
+#: pendulum's is linear in ``sin(theta)``. The others have none (hysteresis,
+#: sticking friction, overflow, a filter after the nonlinearity).
+OWN_CLASSES: dict[str, tuple[str, Callable[[float, float], Basis]]] = {
+    "duffing": ("cubic NARX", lambda mean_y, std_y: _basis(3, None)),
+    "hardening_oscillator": ("cubic NARX", lambda mean_y, std_y: _basis(3, None)),
+    "pendulum": ("sine NARX", sine_basis),
+}
+#: Orders ``na`` an own-class reference chooses from on validation.
+REFERENCE_ORDERS = (2, 3, 4, 6, 8)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class OwnClassModel:
+    """A NARX model fitted by least squares, simulated and scored like ``Identification``.
+
+    Standardised with the estimation record's statistics: ``y[k] = phi(y[k-1..k-na],
+    u[k..k-na]) theta`` (``phi``: :data:`Basis`), run free from the first ``na``
+    given outputs.
+    """
+
+    label: str
+    na: int
+    theta: np.ndarray
+    basis: Basis
+    mean_u: float
+    std_u: float
+    mean_y: float
+    std_y: float
+
+    @property
+    def name(self) -> str:
+        return f"{self.label} (na={self.na})"
+
+    def simulate(self, u: np.ndarray, y_initial: np.ndarray) -> np.ndarray:
+        """Outputs ``(N, 1)`` for ``u`` ``(N, 1)``: ``y_initial`` ``(n, 1)``, then the run."""
+        us = (np.asarray(u)[:, 0] - self.mean_u) / self.std_u
+        ys = (np.asarray(y_initial)[:, 0] - self.mean_y) / self.std_y
+        out = simulate(self.theta, us, ys, self.na, 0, self.basis)
+        y_sim = (self.mean_y + self.std_y * out)[:, None]
+        y_sim[: len(y_initial)] = y_initial
+        return y_sim
+
+    def score(self, record, convention: str, n: int) -> float:
+        """RMSE of the simulation of ``record`` from its first ``n`` outputs (inf: diverged)."""
+        from keras_mgu import sysid
+
+        y_sim = self.simulate(record.u, record.y[:n])
+        if not np.all(np.isfinite(y_sim)):
+            return math.inf
+        return sysid.score(record.y, y_sim, convention, n)
+
+
+def own_class_reference(plant) -> OwnClassModel | None:
+    """The plant's own class fitted by least squares, ``na`` chosen on validation; None if none.
+
+    Fitted on the estimation record, each order of :data:`REFERENCE_ORDERS`
+    runs free on the validation record from its first ``na`` outputs; the
+    least RMSE from sample :data:`SKIP` on keeps its order.
+    """
+    if plant.name not in OWN_CLASSES:
+        return None
+    label, make_basis = OWN_CLASSES[plant.name]
+    est = plant.data.estimation
+    stats = (float(est.u.mean()), float(est.u.std()), float(est.y.mean()), float(est.y.std()))
+    basis = make_basis(stats[2], stats[3])
+    u_est, y_est = (est.u[:, 0] - stats[0]) / stats[1], (est.y[:, 0] - stats[2]) / stats[3]
+    best, best_rmse = None, math.inf
+    for na in REFERENCE_ORDERS:
+        model = OwnClassModel(label, na, fit(u_est, y_est, na, 0, basis=basis), basis, *stats)
+        score = model.score(plant.data.validation, "benchmark", SKIP)
+        if best is None or score < best_rmse:
+            best, best_rmse = model, score
+    return best
 
 
 def rows(name: str, orders: list[int], degrees: list[int]) -> list[str]:
@@ -95,7 +229,16 @@ def main() -> None:
     parser.add_argument("plants", nargs="+")
     parser.add_argument("--orders", type=int, nargs="+", default=[2, 4, 8])
     parser.add_argument("--degrees", type=int, nargs="+", default=[1, 3])
+    parser.add_argument("--floors", action="store_true",
+                        help="the suite's floors: ARX and the own-class reference")  # fmt: skip
     args = parser.parse_args()
+    if args.floors:
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from benchmarks import suite_zoo, sysid_suite
+
+        plants = [zoo_plant(name, seed=suite_zoo.ZOO_DATA_SEED) for name in args.plants]
+        print(suite_zoo.floors_table({p.name: sysid_suite.floors(p.data, p) for p in plants}))
+        return
     print("| plant | degree | na | validation | beyond, before | beyond, after | after / before |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name in args.plants:

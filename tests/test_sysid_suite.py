@@ -130,14 +130,17 @@ def test_report_puts_the_peer_rows_after_their_benchmark(tmp_path):
     write_peer_result(peers, "cascaded_tanks", 0, 0.60, 0.30, 66.0)
     write_peer_result(peers, "cascaded_tanks", 2, 0.90, 0.20, 68.0)
     write_peer_result(peers, "emps", 0, 5.0, 0.5, 200.0)
-    lines = suite.report(str(out), str(peers)).splitlines()
+    floors = {"cascaded_tanks": {"arx": {"model": "ARX(2, 3)", "test": 0.55}, "reference": None}}
+    lines = suite.report(str(out), str(peers), floors).splitlines()
     assert lines[2:] == [
-        "| cascaded_tanks | jax | 0 1 | 0.3 / 0.5 V | 0.4 V | 0.5 V | 0.4 V | 0.300 | 60 s |",
+        "| cascaded_tanks | jax | 0 1 | 0.3 / 0.5 V | 0.4 V | 0.5 V | 0.55 V | 0.4 V | 0.300 "
+        "| 60 s |",
         "| cascaded_tanks | SUBNET (deepSI 0.4.4) | 0 1 2 | 0.6 / 0.7 / 0.9 V | 0.7 V | 0.9 V "
-        "| - | 0.300 | 68 s |",
-        "| emps | SUBNET (deepSI 0.4.4) | 0 | 5 V | 5 V | 5 V | - | 0.500 | 200 s |",
+        "| 0.55 V | - | 0.300 | 68 s |",
+        "| emps | SUBNET (deepSI 0.4.4) | 0 | 5 V | 5 V | 5 V | - | - | 0.500 | 200 s |",
     ]
-    assert suite.report(str(out), None).splitlines()[2:] == lines[2:3]
+    without = lines[2].replace("| 0.55 V |", "| - |")
+    assert suite.report(str(out), None).splitlines()[2:] == [without]
     commands = suite.peer_commands(str(peers)).splitlines()
     assert commands[3:5] == [
         f"PYTHONPATH=$PWD peers-venv/bin/python benchmarks/peers/subnet.py --benchmarks {name}"
@@ -180,13 +183,23 @@ def test_zoo_table_gives_each_seed_and_the_medians(tmp_path):
     write_zoo_result(tmp_path, "duffing", 1, 0.3, 0.32, 0.6)
     write_zoo_result(tmp_path, "bouc_wen", 0, 2.0, 2.5, 10.0)
     write_zoo_result(tmp_path, "bouc_wen", 1, 2.0, 2.5, 10.0, config={"units": [8]})
-    lines = suite.zoo_table(str(tmp_path)).splitlines()
+    floors = {
+        "zoo:duffing": {
+            "arx": {"model": "ARX(8, 9)", "within": 0.28, "beyond_after": 1.25},
+            "reference": {"model": "cubic NARX (na=8)", "within": 0.006, "beyond_after": 0.67},
+        },
+        "zoo:bouc_wen": {"arx": {"model": "ARX(8, 9)", "within": 2.0, "beyond_after": 9.0},
+                         "reference": None},
+    }  # fmt: skip
+    lines = suite.zoo_table(str(tmp_path), floors).splitlines()
     assert lines[2:] == [
         "| bouc_wen | jax | 0 1 | 2 / 2 (median 2) | 2.5 / 2.5 (median 2.5) | "
-        "10 / 10 (median 10) | 5 / 5 (median 5) |",
+        "10 / 10 (median 10) | 5 / 5 (median 5) | ARX(8, 9) 2 / 9 | none |",
         "| duffing | jax | 0 1 | 0.1 / 0.3 (median 0.2) | 0.12 / 0.32 (median 0.22) | "
-        "0.4 / 0.6 (median 0.5) | 4 / 2 (median 3) |",
+        "0.4 / 0.6 (median 0.5) | 4 / 2 (median 3) | ARX(8, 9) 0.28 / 1.25 | "
+        "cubic NARX (na=8) 0.006 / 0.67 |",
     ]
+    assert suite.zoo_table(str(tmp_path)).splitlines()[2].endswith("| 5 / 5 (median 5) | - | - |")
     folder = os.path.relpath(tmp_path, ROOT)
     assert suite.zoo_commands(str(tmp_path)) == [
         "python benchmarks/sysid_suite.py --backend jax --benchmarks zoo:bouc_wen --seeds 1 "
@@ -286,3 +299,43 @@ def test_each_result_records_the_command_that_makes_it_again():
     # Zoo plants are generated, so no data folder is named for them.
     zoo = suite.parse_args(["--worker", "zoo:duffing", "0", "--data-root", "/elsewhere/data"])
     assert "--data-root" not in suite.reproducing_command(zoo, "zoo:duffing", "jax", 0)
+
+
+@BACKEND_INDEPENDENT
+def test_own_class_references_beat_the_arx_floor_by_a_clear_factor():
+    """Least squares only (no training): the cubic NARX on the hardening oscillator and the
+    NARX in sin(theta) on the pendulum, scored like a run, against the ARX floor."""
+    suite = load_suite()
+    for name, label in (("hardening_oscillator", "cubic NARX"), ("pendulum", "sine NARX")):
+        plant = zoo_plant(name, seed=suite.ZOO_DATA_SEED)
+        floors = suite.floors(plant.data, plant)
+        arx, own = floors["arx"], floors["reference"]
+        assert own["model"].startswith(label + " (na=")
+        assert arx["test"] == arx["within"] and own["test"] == own["within"]
+        assert own["within"] < arx["within"] / 5
+        assert own["beyond_before"] < arx["beyond_before"] / 5
+        # The ARX floor is the model of --linear, scored on the records of the run.
+        model, norm, _, test = suite.linear_on_test(plant.data)
+        if model is not None:
+            assert arx["model"] == f"ARX{model.orders}" and arx["test"] == pytest.approx(test)
+    # Bent this far, no ARX order explains the hardening oscillator's validation record:
+    # the floor is the best order all the same, marked.
+    hardening = suite.floors(*suite.load_data(suite.parse_args([]), "zoo:hardening_oscillator"))
+    assert hardening["arx"]["model"].endswith(", rejected")
+    assert hardening["arx"]["within"] > 0.2 * zoo_plant("hardening_oscillator").data.test.y.std()
+
+
+@BACKEND_INDEPENDENT
+def test_floors_of_a_plant_without_its_own_class_and_of_a_measured_record():
+    suite = load_suite()
+    plant = zoo_plant("two_mass_drive", n_samples=600)
+    floors = suite.floors(plant.data, plant)
+    assert floors["reference"] is None
+    assert set(floors["arx"]) == {"model", "test", "within", "beyond_before", "beyond_after",
+                                  "ratio", "beyond_start", "beyond_factor"}  # fmt: skip
+    measured = suite.floors(plant.data)  # no plant: the protocol's test score alone
+    assert measured["reference"] is None and set(measured["arx"]) == {"model", "test"}
+    assert measured["arx"]["test"] == pytest.approx(floors["arx"]["within"])
+    table = suite.suite_zoo.floors_table({"two_mass_drive": floors}).splitlines()
+    assert table[2].startswith(f"| two_mass_drive | ARX | {floors['arx']['model']} | ")
+    assert table[3] == "| two_mass_drive | own class | none | - | - | - | - |"
