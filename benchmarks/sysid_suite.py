@@ -198,7 +198,10 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
             runs[-1]["zoo"] = zoo_scores(member, plant, n)
         print(f"  {benchmark} seed {seed}: {runs[-1]}", file=sys.stderr, flush=True)
     ensemble = dataclasses.replace(found, members=tuple(range(len(found.runs))))
-    errors = [run.validation_error for run in found.runs]
+    from keras_mgu.sysid.recipe import selection_pool
+
+    pool = selection_pool(found.runs, found.runs[found.best].structure)
+    errors = [found.runs[k].validation_error for k in pool]
     chosen = runs[found.best]
     return {
         "benchmark": benchmark,
@@ -234,16 +237,19 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
             "validation_rmse": ensemble.validation_rmse(data),
             "test": scale * ensemble.score(data.test, "benchmark", n),
         },
-        "rules": {rule: _rule_result(found, errors, rule, data, n) for rule in SELECTION_RULES},
+        "rules": {
+            rule: _rule_result(found, pool, errors, rule, data, n) for rule in SELECTION_RULES
+        },
         "validation_halves": _halves(errors),
     }
 
 
-def _rule_result(found, errors, rule: str, data, n: int) -> dict:
-    """What selection ``rule`` keeps of the same runs, and its scores (test for the report)."""
+def _rule_result(found, pool, errors, rule: str, data, n: int) -> dict:
+    """What selection ``rule`` keeps of the pool's runs, and its scores (test for the report)."""
     from keras_mgu.sysid.selection import select
 
-    kept = dataclasses.replace(found, members=select(errors, rule))
+    members = tuple(pool[k] for k in select(errors, rule))
+    kept = dataclasses.replace(found, members=members)
     scale = unit_and_scale(data)[1]
     return {
         "members": list(kept.members),

@@ -58,6 +58,21 @@ SHORT_ITERATIONS, LONG_ITERATIONS_MAX = 2000, 10_000
 CAPACITIES = ("fixed", "search")
 #: Weight decay of the short-record recipe (at ``SHORT_ITERATIONS``).
 WEIGHT_DECAY = 0.1
+#: The model classes :func:`~keras_mgu.sysid.identify` can try: the recurrent network
+#: alone, on the linear model's residual, NARX, and a recurrent cell inside the linear loop.
+MODEL_CLASSES = ("network", "linear+network", "narx", "loop")
+#: The classes tried when the config leaves them open: the recurrent network's two.
+DEFAULT_MODEL_CLASSES = MODEL_CLASSES[:2]
+
+
+def default_model_classes(n_samples: int) -> tuple[str, ...]:
+    """The classes tried on an ``n_samples`` estimation record when the config leaves it open.
+
+    :data:`DEFAULT_MODEL_CLASSES` on every record for now: the lag classes are
+    asked for by name (or ``"all"``) until the suite has measured them on the
+    measured benchmarks.
+    """
+    return DEFAULT_MODEL_CLASSES
 
 
 def _positive_int(name: str, value: object, allow_none: bool = False) -> None:
@@ -211,6 +226,14 @@ class RecipeConfig:
         effort: Multiplies the derived iterations (a positive integer; more
             work, usually a better model, in proportionally more time). An
             explicit ``iterations`` is used as given.
+        model_classes: The model classes :func:`identify` tries, among
+            :data:`MODEL_CLASSES`: ``"network"`` (the recurrent network
+            alone), ``"linear+network"`` (on the linear model's residual,
+            where the linear model explains the validation record),
+            ``"narx"`` (:mod:`~keras_mgu.sysid.narx`) and ``"loop"`` (the
+            ``cell`` inside the linear model's loop,
+            :mod:`~keras_mgu.sysid.linear_loop`); ``"all"``: every one.
+            ``None``: :data:`DEFAULT_MODEL_CLASSES`.
     """
 
     cell: str = "mgu"
@@ -239,9 +262,22 @@ class RecipeConfig:
     selection: str = "ensemble"
     effort: int = 1
     capacity: str = "fixed"
+    model_classes: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         check_rule(self.selection)
+        if self.model_classes is not None:
+            classes = (
+                (self.model_classes,) if isinstance(self.model_classes, str) else self.model_classes
+            )
+            classes = tuple(classes)
+            unknown = [c for c in classes if c not in MODEL_CLASSES]
+            if not classes or unknown:
+                raise ValueError(
+                    f"`model_classes` must name some of {list(MODEL_CLASSES)}; "
+                    f"received {self.model_classes!r}."
+                )
+            object.__setattr__(self, "model_classes", classes)
         if self.capacity not in CAPACITIES:
             raise ValueError(f"`capacity` must be one of {CAPACITIES}; received {self.capacity!r}.")
         if self.units is not None:

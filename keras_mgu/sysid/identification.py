@@ -68,6 +68,9 @@ class Identification:
         capacity_table: With ``RecipeConfig(capacity="search")``: the
             screening runs' units, learning rate, iterations and validation
             RMSE (:mod:`~keras_mgu.sysid.capacity`); else empty.
+        class_table: Per model class tried: ``class``, ``runs``, the ``best``
+            and ``median`` validation RMSE of its runs (standardised), with a
+            first row for the ARX model where a lag class ran (``runs`` 0).
 
     :meth:`save` writes it to one file and :func:`keras_mgu.sysid.load`
     reads it back (:mod:`~keras_mgu.sysid.saving`); a loaded one simulates and
@@ -86,6 +89,7 @@ class Identification:
     ts: float | None = None
     protocol: Protocol | None = None
     capacity_table: list = dataclasses.field(default_factory=list)
+    class_table: list = dataclasses.field(default_factory=list)
 
     @property
     def model(self) -> keras.Model:

@@ -23,15 +23,24 @@ import numpy as np
 
 from keras_mgu.datasets import Normalizer, Record, SysIdData
 from keras_mgu.sysid.capacity import choose_capacity
-from keras_mgu.sysid.config import RecipeConfig
+from keras_mgu.sysid.config import RecipeConfig, default_model_classes
 from keras_mgu.sysid.identification import Identification
+from keras_mgu.sysid.lag_classes import LAG_CLASSES, lag_config, lag_orders, train_lag_run
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.population import PlannedRun, population_groups, train_population
 from keras_mgu.sysid.run import RunResult, shortest, train_simulator
 from keras_mgu.sysid.selection import describe_members, error_rmse, select
 from keras_mgu.sysid.signals import SignalPath
 
-__all__ = ["RunResult", "Structure", "identify", "structures", "train_simulator"]
+__all__ = [
+    "RunResult",
+    "Structure",
+    "identify",
+    "model_classes",
+    "selection_pool",
+    "structures",
+    "train_simulator",
+]
 
 
 def network_records(path: SignalPath, data: SysIdData, continues: bool) -> tuple[Record, Record]:
@@ -50,17 +59,41 @@ def network_records(path: SignalPath, data: SysIdData, continues: bool) -> tuple
 
 @dataclasses.dataclass
 class Structure:
-    """One way to model the data: the network alone, or on a linear model's residual.
+    """One model class: the network alone, on a linear model's residual, NARX or the loop.
 
     Attributes:
-        name: ``"network"`` or ``"linear+network"``.
+        name: One of :data:`~keras_mgu.sysid.config.MODEL_CLASSES`.
         path: Physical signals to the network's and back.
         config: The settings resolved for it.
+        linear: The ARX model a lag class (``"narx"``, ``"loop"``) starts
+            from (standardised signals); None for the others.
     """
 
     name: str
     path: SignalPath
     config: RecipeConfig
+    linear: LinearModel | None = None
+
+
+def lag_structures(data: SysIdData, config: RecipeConfig, classes: Sequence[str]) -> list:
+    """The lag classes among ``classes``, each with its ARX model and settings.
+
+    The ARX model is refitted by least squares on the standardised estimation
+    record at the lag classes' order (:func:`~keras_mgu.sysid.lag_classes.lag_orders`
+    of the order :func:`~keras_mgu.sysid.linear.select_linear_model` chooses).
+    """
+    wanted = [name for name in LAG_CLASSES if name in classes]
+    if not wanted:
+        return []
+    outer = Normalizer.fit(data.estimation)
+    est, val = outer.transform(data.estimation), outer.transform(data.validation)
+    chosen, _ = select_linear_model(est, val, continues=False)
+    na = lag_orders(chosen)
+    linear = LinearModel.fit(est.u, est.y, na)
+    return [
+        Structure(name, SignalPath(outer), lag_config(config, linear, est.n_samples, name), linear)
+        for name in wanted
+    ]
 
 
 def structures(data: SysIdData, config: RecipeConfig) -> tuple[list[Structure], list[dict]]:
@@ -162,26 +195,117 @@ def identify(
             "`capacity='search'` chooses the units on validation; leave `units` None "
             f"(received units={config.units})."
         )
-    options, linear_table = structures(data, config)
+    options, linear_table = model_classes(data, config)
     if verbose:
         _print_settings(data, options, restarts)
     trainer = _Trainer(data, options, population, verbose, callbacks, restarts)
     runs = trainer.train([(option, seed) for option in options])
     winner = next(o for o in options if o.name == runs[_best_run(runs)].structure)
     capacity_table: list[dict] = []
-    if winner.config.capacity == "search" and restarts > 1:
+    if winner.config.capacity == "search" and restarts > 1 and winner.linear is None:
         winner, capacity_table = _screened(trainer, winner, seed)
     runs += trainer.train([(winner, seed + 1000 * k) for k in range(1, restarts)])
+    pool = selection_pool(runs, winner.name)
     rule = winner.config.selection
-    members = () if rule == "best" else select([run.validation_error for run in runs], rule)
+    chosen = select([runs[k].validation_error for k in pool], rule)
+    members = () if rule == "best" else tuple(pool[k] for k in chosen)
     if verbose and members:
         print(f"selection ({rule}): {describe_members(members)}", flush=True)
     est = data.estimation
-    return Identification(
-        runs, _best_run(runs), data.n_initial, trainer.first, linear_table, members,
+    found = Identification(
+        runs, pool[chosen[0]] if rule == "best" else _best_of(runs, pool), data.n_initial,
+        trainer.first, linear_table, members,
         input_names=est.input_names, output_names=est.output_names, ts=est.ts,
         protocol=data.protocol, capacity_table=capacity_table,
+        class_table=class_table(runs, options),
     )  # fmt: skip
+    if verbose:
+        print(describe_class_table(found.class_table, winner.name), flush=True)
+    return found
+
+
+def model_classes(data: SysIdData, config: RecipeConfig) -> tuple[list[Structure], list[dict]]:
+    """The classes :func:`identify` tries (``config.model_classes``, else by the record's length).
+
+    Returns the structures and the table of the linear models fitted.
+    """
+    n = data.estimation.n_samples
+    classes = config.model_classes or default_model_classes(n)
+    options, table = [], []
+    if {"network", "linear+network"} & set(classes):
+        options, table = structures(data, config)
+        kept = [o for o in options if o.name in classes]
+        if not kept and "linear+network" in classes and "network" not in classes:
+            if not any(name in LAG_CLASSES for name in classes):
+                raise ValueError(
+                    "`model_classes` asks for 'linear+network' alone, but the linear model does "
+                    "not explain the validation record; add 'network' or a lag class."
+                )
+        options = kept
+    return options + lag_structures(data, config, classes), table
+
+
+def selection_pool(runs: list[RunResult], winner: str) -> list[int]:
+    """The runs the selection chooses from: the winning lag class's, or every other run.
+
+    Runs of one pool share their validation protocol (the same scored samples),
+    so their simulations can be averaged; an average exports as one model.
+    """
+    if winner in LAG_CLASSES:
+        return [k for k, run in enumerate(runs) if run.structure == winner]
+    return [k for k, run in enumerate(runs) if run.structure not in LAG_CLASSES]
+
+
+def _best_of(runs: list[RunResult], pool: list[int]) -> int:
+    return pool[int(np.argmin([runs[k].validation_rmse for k in pool]))]
+
+
+def class_table(runs: list[RunResult], options: list[Structure]) -> list[dict]:
+    """Per class tried: its runs' best and median validation RMSE (standardised).
+
+    A lag-class run's first check is its ARX model, free-run from the
+    validation record's first ``na`` measured samples: the table's first
+    row, ``"ARX"``, is that figure (where a lag class ran).
+    """
+    table = []
+    for option in options:
+        scores = [run.validation_rmse for run in runs if run.structure == option.name]
+        table.append(
+            {"class": option.name, "runs": len(scores), "best": float(np.min(scores)),
+             "median": float(np.median(scores))}
+        )  # fmt: skip
+    arx = [run for run in runs if run.structure in LAG_CLASSES and run.validation_history]
+    if arx:
+        na = arx[0].config.n_initial
+        score = float(arx[0].validation_history[0][1])
+        row = {"class": f"ARX({na}, {na + 1})", "runs": 0, "best": score, "median": score}
+        table.insert(0, row)
+    return table
+
+
+def describe_class_table(table: list[dict], chosen: str) -> str:
+    """The class table in lines, the chosen class marked, and a warning where ARX is not beaten."""
+    lines = ["validation RMSE (standardised) of each class tried, best and median of its runs:"]
+    for row in table:
+        mark = "  <- chosen" if row["class"] == chosen else ""
+        runs = "linear model" if row["runs"] == 0 else f"{row['runs']} run(s)"
+        lines.append(
+            f"  {row['class']:<16} {row['best']:.4f} / {row['median']:.4f}  ({runs}){mark}"
+        )
+    warning = linear_not_beaten(table)
+    return "\n".join(lines + ([warning] if warning else []))
+
+
+def linear_not_beaten(table: list[dict]) -> str | None:
+    """One line saying no network beats the linear model on validation, or None."""
+    linear = [row["best"] for row in table if row["runs"] == 0]
+    networks = [row["best"] for row in table if row["runs"] > 0]
+    if linear and networks and not min(networks) < linear[0]:
+        return (
+            "warning: no network beats the linear model (ARX) on validation; the chosen model "
+            "is the linear model, or no better than it."
+        )
+    return None
 
 
 def _screened(trainer: _Trainer, winner: Structure, seed: int) -> tuple[Structure, list[dict]]:
@@ -213,7 +337,7 @@ class _Trainer:
         self.left = restarts + len(options) - 1  # runs still to train
         self.budget = options[0].config.time_budget
         self.start, self.done = time.perf_counter(), 0
-        lag = options[0].config.n_initial
+        lag = max(o.config.n_initial for o in options)
         #: The first samples of the estimation record (the encoder's start).
         self.first = (data.estimation.u[:lag], data.estimation.y[:lag])
 
@@ -222,11 +346,16 @@ class _Trainer:
 
         ``kind`` names the runs in the progress lines (``"run"`` or ``"screening"``).
         """
-        if self.population:
-            groups = population_groups([option.config for option, _ in plan])
+        lag = [i for i, (option, _) in enumerate(plan) if option.linear is not None]
+        rest = [i for i in range(len(plan)) if i not in lag]
+        if self.population and rest:
+            groups = population_groups([plan[i][0].config for i in rest])
+            groups = [[rest[j] for j in group] for group in groups]
         else:
-            groups = [[i] for i in range(len(plan))]
+            groups = [[i] for i in rest]
         runs: dict[int, RunResult] = {}
+        for i in lag:
+            runs[i] = self._scored(self._train_lag(*plan[i]), *plan[i], kind)
         for group in groups:
             share = self._share(len(group))
             members = [self._member(*plan[i]) for i in group]
@@ -234,6 +363,11 @@ class _Trainer:
             for i, run in zip(group, trained, strict=True):
                 runs[i] = self._scored(run, *plan[i], kind)
         return [runs[i] for i in range(len(plan))]
+
+    def _train_lag(self, option: Structure, seed: int) -> RunResult:
+        est, val = self.records[option.name]
+        verbose = self.verbose if isinstance(self.verbose, int) and self.verbose > 1 else 0
+        return train_lag_run(option.name, option.linear, est, val, option.config, seed, verbose)
 
     def _train_group(self, members: list[PlannedRun], share: float | None) -> list[RunResult]:
         if len(members) > 1:
@@ -278,10 +412,13 @@ class _Trainer:
 
 
 def _print_settings(data: SysIdData, options: list[Structure], restarts: int) -> None:
-    extra = " and one run of the other structure" if len(options) > 1 else ""
+    extra = f", first one run of each of {len(options)} classes" if len(options) > 1 else ""
     print(f"recipe: {data.estimation.n_samples} estimation samples, {restarts} restart(s){extra}")
     for option in options:
         config, linear = option.config, option.path.linear
+        if option.linear is not None:
+            _print_lag_settings(option)
+            continue
         state = config.initial_state
         if state == "encoder":
             state += f" of {config.n_initial} samples"
@@ -293,3 +430,15 @@ def _print_settings(data: SysIdData, options: list[Structure], restarts: int) ->
             + ("" if config.time_budget is None else f", all runs within {config.time_budget:g} s"),
             flush=True,
         )
+
+
+def _print_lag_settings(option: Structure) -> None:
+    config, (na, nb) = option.config, option.linear.orders
+    branch = "MLP" if option.name == "narx" else config.cell.upper()
+    print(
+        f"  {option.name}: ARX({na}, {nb}) with {branch} {list(config.units)} in its loop, "
+        f"state from the {config.n_initial} measured samples before each window, window "
+        f"{config.window} x batch {config.batch_size}, {config.iterations} iterations "
+        f"(after one-step ones), learning rate {config.learning_rate:g}, no weight decay",
+        flush=True,
+    )

@@ -75,6 +75,7 @@ class RunResult:
     validation_error: np.ndarray | None = None
     structure: str = "network"
     path: SignalPath | None = None
+    validation_history: list = dataclasses.field(default_factory=list)
 
 
 def _check_record(record: Any, what: str, min_samples: int = 2) -> Record:

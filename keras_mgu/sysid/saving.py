@@ -149,6 +149,7 @@ def _manifest(found: Any) -> dict:
         "capacity_table": [
             {k: _json_float(v) for k, v in row.items()} for row in found.capacity_table
         ],
+        "class_table": [{k: _json_float(v) for k, v in row.items()} for row in found.class_table],
         "runs": [_run_entry(run, k) for k, run in enumerate(found.runs)],
     }
 
@@ -248,6 +249,10 @@ def _fields(archive: zipfile.ZipFile, manifest: dict) -> dict[str, Any]:
             {k: _from_json(v) for k, v in row.items()}
             for row in manifest.get("capacity_table", [])  # absent from files saved before it
         ],
+        class_table=[
+            {k: v if k == "class" else _from_json(v) for k, v in row.items()}
+            for row in manifest.get("class_table", [])  # absent from files saved before it
+        ],
     )
 
 
@@ -277,6 +282,7 @@ def network_from_bytes(data: bytes) -> Any:
     """The Keras model of a ``.keras`` archive's bytes (``safe_mode=True``, not compiled)."""
     import keras
 
+    import keras_mgu.sysid.loop_cell  # noqa: F401 - registers ArxLoopCell, LagState
     import keras_mgu.sysid.model  # noqa: F401 - registers LearnedInitialState
 
     with tempfile.TemporaryDirectory() as folder:
@@ -293,7 +299,7 @@ def config_from_dict(values: dict) -> RecipeConfig:
     if unknown:
         raise ModelFileError(f"The saved settings have fields this keras-mgu lacks: {unknown}.")
     values = dict(values)
-    for name in ("units", "decay_points"):
+    for name in ("units", "decay_points", "model_classes"):
         if values.get(name) is not None:
             values[name] = tuple(values[name])
     return RecipeConfig(**values)

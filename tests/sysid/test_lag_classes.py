@@ -1,0 +1,98 @@
+"""The lag classes in the recipe: settings from the record, the choice beside the ARX model,
+saving, the k-step prediction's order and the standalone simulator."""
+
+import numpy as np
+import pytest
+
+from keras_mgu import datasets, sysid
+from keras_mgu.sysid import LinearModel, RecipeConfig
+from keras_mgu.sysid.lag_classes import window_for_modes
+from keras_mgu.sysid.recipe import describe_class_table, linear_not_beaten
+from keras_mgu.sysid.standalone import standalone_simulator
+from keras_mgu.sysid.window_training import measured_windows
+
+FEW = RecipeConfig(model_classes=("narx", "loop"), units=(4,), iterations=60, validation_checks=3)
+
+
+def _second_order(period: float, radius: float) -> LinearModel:
+    angle = 2 * np.pi / period
+    a = np.array([[-2 * radius * np.cos(angle), radius**2]])
+    return LinearModel(a, np.ones((1, 1, 3)), np.zeros(1))
+
+
+def test_the_window_is_half_the_slowest_oscillation():
+    assert window_for_modes(_second_order(100.0, 0.98), 10_000) == 50
+    assert window_for_modes(_second_order(1000.0, 0.99), 10_000) == 256  # the upper bound
+    assert window_for_modes(_second_order(100.0, 0.98), 200) == 25  # an eighth of the record
+    damped = LinearModel(np.array([[-0.9]]), np.ones((1, 1, 2)), np.zeros(1))
+    assert window_for_modes(damped, 10_000) == round(2 * damped.time_constant)
+
+
+def test_measured_windows_start_after_their_lag_within_each_experiment():
+    u = np.arange(10.0)[:, None]
+    record = datasets.Record(u, 100 + u, boundaries=(6,))
+    u_past, y_past, u_w, y_w = measured_windows(record, 2, 3)
+    assert u_past.shape == (2, 2, 1) and u_w.shape == (2, 3, 1)  # starts 2..3 only
+    np.testing.assert_array_equal(u_past[:, :, 0], [[0, 1], [1, 2]])
+    np.testing.assert_array_equal(y_w[:, :, 0], [[102, 103, 104], [103, 104, 105]])
+    with pytest.raises(ValueError, match="No estimation experiment holds 12 samples"):
+        measured_windows(record, 2, 10)
+
+
+@pytest.fixture(scope="module")
+def found_and_plant():
+    plant = datasets.zoo_plant("hardening_oscillator", n_samples=800, seed=3)
+    return sysid.identify(plant.data, FEW, restarts=2, seed=0), plant
+
+
+def test_the_classes_are_chosen_beside_the_arx_model(found_and_plant):
+    found, _ = found_and_plant
+    rows = {row["class"]: row for row in found.class_table}
+    assert set(rows) == {"ARX(4, 5)", "narx", "loop"}
+    assert found.class_table[0]["runs"] == 0
+    for run in found.runs:  # the start (the ARX model) is among the checks kept
+        assert run.validation_score <= run.validation_history[0][1] + 1e-9
+        assert run.config.n_initial == 4 and run.config.weight_decay == 0.0
+    winner = found.runs[found.best].structure
+    assert all(found.runs[k].structure == winner for k in found.members or (found.best,))
+    text = describe_class_table(found.class_table, winner)
+    assert f"{winner:<16}" in text and "<- chosen" in text
+
+
+def test_a_warning_when_no_network_beats_the_linear_model():
+    table = [
+        {"class": "ARX(4, 5)", "runs": 0, "best": 0.3},
+        {"class": "narx", "runs": 3, "best": 0.3},
+    ]
+    assert "no network beats the linear model" in linear_not_beaten(table)
+    table[1]["best"] = 0.2
+    assert linear_not_beaten(table) is None
+
+
+def test_a_lag_class_saves_loads_and_exports(found_and_plant, tmp_path):
+    found, plant = found_and_plant
+    test = plant.data.test
+    expected = found.simulate(test.u, test.y[:20])
+    loaded = sysid.load(found.save(tmp_path / "lag.kmgu"))
+    np.testing.assert_allclose(loaded.simulate(test.u, test.y[:20]), expected, atol=1e-5)
+    assert loaded.class_table == found.class_table
+    model = standalone_simulator(found)
+    n = found.config.n_initial
+    got = model.predict([test.u[None, 16:20], test.y[None, 16:20], test.u[None, 20:]], verbose=0)
+    # Both run in float32; a lightly damped loop carries their rounding on (0.2 % seen).
+    np.testing.assert_allclose(got[0], expected[20:], atol=0.01 * test.y.std())
+    np.testing.assert_allclose(got[0, :50], expected[20:70], atol=1e-4)
+    assert n == 4
+
+
+def test_the_prediction_improves_as_the_horizon_shortens(found_and_plant):
+    found, plant = found_and_plant
+    test, n = plant.data.test, 50
+    error = {
+        k: sysid.rmse(test.y[n:], found.predict(test.u, test.y, steps_ahead=k, n_initial=n)[n:])
+        for k in (1, 10)
+    }
+    free = sysid.rmse(test.y[n:], found.simulate(test.u, test.y[:n])[n:])
+    last_sample = sysid.rmse(test.y[n:], test.y[n - 1 : -1])
+    assert error[1] <= 1.05 * error[10] <= 1.05**2 * free
+    assert error[1] < last_sample
