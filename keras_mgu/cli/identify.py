@@ -276,6 +276,17 @@ def _add_recipe_arguments(group: argparse._ArgumentGroup) -> None:
                        "cap, every run does its iterations); a run the cap shortens depends on "
                        "the machine's speed and load, so results are no longer "
                        "reproducible")  # fmt: skip
+    group.add_argument("--model-classes", nargs="+", metavar="CLASS",
+                       choices=("network", "linear+network", "narx", "loop", "all"),
+                       help="the model classes to try and choose among on validation: network "
+                       "(the recurrent network alone), linear+network (on the linear model's "
+                       "residual), narx (ARX plus an MLP on the lags), loop (the cell inside "
+                       "the ARX model's loop), or all (default: network "
+                       "linear+network)")  # fmt: skip
+    group.add_argument("--cell", metavar="CELL",
+                       help="the recurrent cell: mgu (default), gru, lstm, or a user's cell as "
+                       "package.module:Class, called as Class(units) (in the loop class "
+                       "only)")  # fmt: skip
     group.add_argument("--restarts", type=positive_int, default=3, metavar="N",
                        help="runs to choose from on the validation record")  # fmt: skip
     group.add_argument("--selection", metavar="RULE",
@@ -450,12 +461,19 @@ def recipe_options(args: argparse.Namespace) -> dict[str, Any]:
         "score_weights": args.score_weights,
         "validation_checks": args.validation_checks,
         "validation_every": args.validation_every,
+        "model_classes": _model_classes(args.model_classes),
     }
     given = {name: value for name, value in options.items() if value is not None}
     steps = next(f.default for f in dataclasses.fields(RecipeConfig) if f.name == "steps_per_epoch")
     if "steps_per_epoch" not in given and "iterations" in given and given["iterations"] < steps:
         given["steps_per_epoch"] = given["iterations"]
     return given
+
+
+def _model_classes(names: list[str] | None) -> Any:
+    if not names:
+        return None
+    return "all" if "all" in names else tuple(dict.fromkeys(names))
 
 
 def build_config(args: argparse.Namespace, cell: str):
@@ -468,6 +486,23 @@ def build_config(args: argparse.Namespace, cell: str):
         raise UsageError(f"bad recipe settings: {err}") from err
 
 
+def _cell(args: argparse.Namespace, kind: str) -> str:
+    """The cell of ``kind``'s model: ``--cell`` for the first model, the model's own otherwise."""
+    cell = getattr(args, "cell", None)
+    if not cell or kind != MODELS[0]:
+        return kind.lower()
+    if ":" in cell:
+        classes = set(args.model_classes or ())
+        if not classes or classes - {"narx", "loop"}:
+            raise UsageError(
+                f"--cell {cell}: a user's cell runs inside the loop class only; give "
+                "--model-classes loop (and narx, if wanted)"
+            )
+    elif cell not in ("mgu", "gru", "lstm"):
+        raise UsageError(f"--cell must be mgu, gru, lstm or package.module:Class; got {cell!r}")
+    return cell
+
+
 def run_name(config: Any) -> str:
     """The name of a model's outputs, from its resolved settings: ``mgu_h32_lr0.01``.
 
@@ -475,7 +510,8 @@ def run_name(config: Any) -> str:
     learning rate, the settings a grid over models varies.
     """
     units = "-".join(str(n) for n in config.units)
-    return f"{config.cell}_h{units}_lr{config.learning_rate:g}"
+    cell = config.cell.rpartition(":")[2].lower()  # a user's cell by its class name
+    return f"{cell}_h{units}_lr{config.learning_rate:g}"
 
 
 def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: int) -> dict:
@@ -486,7 +522,7 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
     from keras_mgu import sysid
     from keras_mgu.cli.model_file import check_encoder_history
 
-    config = build_config(args, kind.lower())
+    config = build_config(args, _cell(args, kind))
     print(f"\n== {kind}: {args.restarts} restart(s) from seed {args.seed}", flush=True)
     given = {name: getattr(config, name) for name in ("cell", *recipe_options(args))}
     print(f"settings: {report.format_settings(given)}; the rest derived from the record")
