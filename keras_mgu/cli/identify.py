@@ -57,8 +57,10 @@ mgu_h32_lr0.01/: the identified model mgu.kmgu (for keras-mgu simulate and
 keras-mgu export, or keras_mgu.sysid.load), test_simulation.png,
 test_residual.png and training.png; its entry, under the same name, goes into
 --out/results.json (runs of other settings into the same --out are kept). The
-last line printed is 'test RMSE: <value>' (the MGU's score over all test samples,
-in the record's units).
+last line printed is 'test RMSE: <value>', the MGU's score in the record's units:
+the simulation from the first --n-initial measured test outputs, scored after them
+(the free run from the estimation record's start state, all samples, for a benchmark
+whose test record starts where estimation did, and for --n-initial 0).
 
 Your own data (--train/--test/--val): .csv, .txt, .tsv, .dat, .asc text, comma-,
 semicolon-, tab- or whitespace-separated, with or without a header row (decimal
