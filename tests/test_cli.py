@@ -228,6 +228,20 @@ def parsed_config(*options):
     return keras_mgu.cli.identify.build_config(args, "mgu").resolved(1024)
 
 
+def test_model_classes_option_maps_onto_the_config():
+    assert parsed_config().model_classes is None
+    assert (
+        parsed_config("--model-classes", "all").model_classes
+        == keras_mgu.sysid.config.MODEL_CLASSES
+    )
+    assert parsed_config("--model-classes", "narx", "loop", "narx").model_classes == (
+        "narx",
+        "loop",
+    )
+    with pytest.raises(SystemExit):
+        parsed_config("--model-classes", "arx")
+
+
 def test_schedule_and_score_options_map_onto_the_config():
     default = parsed_config()
     assert default.decay_points == (0.5, 0.8) and default.validation_interval() == 2000 // 100

@@ -61,18 +61,10 @@ WEIGHT_DECAY = 0.1
 #: The model classes :func:`~keras_mgu.sysid.identify` can try: the recurrent network
 #: alone, on the linear model's residual, NARX, and a recurrent cell inside the linear loop.
 MODEL_CLASSES = ("network", "linear+network", "narx", "loop")
-#: The classes tried when the config leaves them open: the recurrent network's two.
+#: The classes tried when the config leaves them open: the recurrent network's two. The lag
+#: classes are asked for by name (or ``"all"``) until the suite has measured them on the
+#: measured benchmarks.
 DEFAULT_MODEL_CLASSES = MODEL_CLASSES[:2]
-
-
-def default_model_classes(n_samples: int) -> tuple[str, ...]:
-    """The classes tried on an ``n_samples`` estimation record when the config leaves it open.
-
-    :data:`DEFAULT_MODEL_CLASSES` on every record for now: the lag classes are
-    asked for by name (or ``"all"``) until the suite has measured them on the
-    measured benchmarks.
-    """
-    return DEFAULT_MODEL_CLASSES
 
 
 def _positive_int(name: str, value: object, allow_none: bool = False) -> None:
@@ -267,10 +259,8 @@ class RecipeConfig:
     def __post_init__(self) -> None:
         check_rule(self.selection)
         if self.model_classes is not None:
-            classes = (
-                (self.model_classes,) if isinstance(self.model_classes, str) else self.model_classes
-            )
-            classes = tuple(classes)
+            classes = MODEL_CLASSES if self.model_classes == "all" else self.model_classes
+            classes = tuple((classes,) if isinstance(classes, str) else classes)
             unknown = [c for c in classes if c not in MODEL_CLASSES]
             if not classes or unknown:
                 raise ValueError(

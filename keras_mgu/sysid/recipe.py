@@ -23,7 +23,7 @@ import numpy as np
 
 from keras_mgu.datasets import Normalizer, Record, SysIdData
 from keras_mgu.sysid.capacity import choose_capacity
-from keras_mgu.sysid.config import RecipeConfig, default_model_classes
+from keras_mgu.sysid.config import DEFAULT_MODEL_CLASSES, RecipeConfig
 from keras_mgu.sysid.identification import Identification
 from keras_mgu.sysid.lag_classes import LAG_CLASSES, lag_config, lag_orders, train_lag_run
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
@@ -140,9 +140,10 @@ def _val_rmse(row: dict) -> float:
     return row["validation_rmse"]
 
 
-def _best_run(runs: list[RunResult]) -> int:
-    """The run kept: the lowest validation RMSE (standardised, any structure)."""
-    return int(np.argmin([r.validation_rmse for r in runs]))
+def _best_run(runs: list[RunResult], pool: Sequence[int] | None = None) -> int:
+    """The run with the lowest validation RMSE (standardised, any structure), of ``pool``."""
+    pool = range(len(runs)) if pool is None else pool
+    return pool[int(np.argmin([runs[k].validation_rmse for k in pool]))]
 
 
 def identify(
@@ -207,14 +208,14 @@ def identify(
     runs += trainer.train([(winner, seed + 1000 * k) for k in range(1, restarts)])
     pool = selection_pool(runs, winner.name)
     rule = winner.config.selection
-    chosen = select([runs[k].validation_error for k in pool], rule)
-    members = () if rule == "best" else tuple(pool[k] for k in chosen)
+    members = ()
+    if rule != "best":
+        members = tuple(pool[k] for k in select([runs[k].validation_error for k in pool], rule))
     if verbose and members:
         print(f"selection ({rule}): {describe_members(members)}", flush=True)
     est = data.estimation
     found = Identification(
-        runs, pool[chosen[0]] if rule == "best" else _best_of(runs, pool), data.n_initial,
-        trainer.first, linear_table, members,
+        runs, _best_run(runs, pool), data.n_initial, trainer.first, linear_table, members,
         input_names=est.input_names, output_names=est.output_names, ts=est.ts,
         protocol=data.protocol, capacity_table=capacity_table,
         class_table=class_table(runs, options),
@@ -225,24 +226,22 @@ def identify(
 
 
 def model_classes(data: SysIdData, config: RecipeConfig) -> tuple[list[Structure], list[dict]]:
-    """The classes :func:`identify` tries (``config.model_classes``, else by the record's length).
+    """The classes :func:`identify` tries (``config.model_classes``, else the default two).
 
     Returns the structures and the table of the linear models fitted.
     """
-    n = data.estimation.n_samples
-    classes = config.model_classes or default_model_classes(n)
+    classes = config.model_classes or DEFAULT_MODEL_CLASSES
     options, table = [], []
     if {"network", "linear+network"} & set(classes):
         options, table = structures(data, config)
-        kept = [o for o in options if o.name in classes]
-        if not kept and "linear+network" in classes and "network" not in classes:
-            if not any(name in LAG_CLASSES for name in classes):
-                raise ValueError(
-                    "`model_classes` asks for 'linear+network' alone, but the linear model does "
-                    "not explain the validation record; add 'network' or a lag class."
-                )
-        options = kept
-    return options + lag_structures(data, config, classes), table
+        options = [o for o in options if o.name in classes]
+    lag = lag_structures(data, config, classes)
+    if not options and not lag:  # "linear+network" alone, where the linear model is no candidate
+        raise ValueError(
+            "`model_classes` asks for 'linear+network' alone, but the linear model does "
+            "not explain the validation record; add 'network' or a lag class."
+        )
+    return options + lag, table
 
 
 def selection_pool(runs: list[RunResult], winner: str) -> list[int]:
@@ -254,10 +253,6 @@ def selection_pool(runs: list[RunResult], winner: str) -> list[int]:
     if winner in LAG_CLASSES:
         return [k for k, run in enumerate(runs) if run.structure == winner]
     return [k for k, run in enumerate(runs) if run.structure not in LAG_CLASSES]
-
-
-def _best_of(runs: list[RunResult], pool: list[int]) -> int:
-    return pool[int(np.argmin([runs[k].validation_rmse for k in pool]))]
 
 
 def class_table(runs: list[RunResult], options: list[Structure]) -> list[dict]:

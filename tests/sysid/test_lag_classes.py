@@ -96,3 +96,18 @@ def test_the_prediction_improves_as_the_horizon_shortens(found_and_plant):
     last_sample = sysid.rmse(test.y[n:], test.y[n - 1 : -1])
     assert error[1] <= 1.05 * error[10] <= 1.05**2 * free
     assert error[1] < last_sample
+
+
+def test_model_classes_take_all_or_names_and_refuse_others():
+    assert RecipeConfig(model_classes="all").model_classes == (
+        "network",
+        "linear+network",
+        "narx",
+        "loop",
+    )
+    assert RecipeConfig(model_classes="narx").model_classes == ("narx",)
+    assert RecipeConfig().model_classes is None
+    with pytest.raises(ValueError, match="`model_classes` must name some of"):
+        RecipeConfig(model_classes=("narx", "arx"))
+    with pytest.raises(ValueError, match="`model_classes` must name some of"):
+        RecipeConfig(model_classes=())
