@@ -15,7 +15,8 @@ import json
 import os
 import zipfile
 import zlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from keras_mgu._version import __version__
 
@@ -26,7 +27,10 @@ __all__ = [
     "ModelFileError",
     "check_manifest",
     "read_manifest",
+    "read_model_archive",
 ]
+
+T = TypeVar("T")
 
 #: The manifest's ``format`` value, and the newest format version this code reads and writes.
 FORMAT, FORMAT_VERSION = "keras_mgu.identification", 1
@@ -45,22 +49,38 @@ def read_manifest(filepath: str | os.PathLike) -> dict[str, Any]:
         ModelFileError: not a zip archive, no manifest, another format or a
             newer format version, or a manifest that is not JSON.
     """
+    return read_model_archive(filepath, lambda archive, manifest: manifest, "its manifest")
+
+
+def read_model_archive(
+    filepath: str | os.PathLike, read: Callable[[zipfile.ZipFile, dict], T], what: str
+) -> T:
+    """``read(archive, manifest)`` of the model file ``filepath``, its manifest checked first.
+
+    ``what`` names what ``read`` reads, for the message of a damaged file
+    ("... (its manifest does not read: ...)").
+
+    Raises:
+        FileNotFoundError: no file at ``filepath``.
+        ModelFileError: not a zip archive, a manifest :func:`check_manifest`
+            refuses, or an entry that is missing or does not read.
+    """
     filepath = os.fspath(filepath)
     if not os.path.isfile(filepath):
         raise FileNotFoundError(f"No such model file: {filepath!r}.")
     try:
         with zipfile.ZipFile(filepath) as archive:
-            return check_manifest(archive, filepath)
+            return read(archive, check_manifest(archive, filepath))
     except (zipfile.BadZipFile, zlib.error) as err:
         raise ModelFileError(
             f"{filepath!r} is not a keras-mgu model file, or it is truncated or corrupted "
             f"(not a readable zip archive: {err})."
         ) from None
-    except (KeyError, ValueError, OSError, EOFError) as err:
+    except (KeyError, TypeError, ValueError, OSError, EOFError) as err:
         if isinstance(err, ModelFileError):
             raise
         raise ModelFileError(
-            f"{filepath!r} is a damaged keras-mgu model file (its manifest does not read: "
+            f"{filepath!r} is a damaged keras-mgu model file ({what} does not read: "
             f"{type(err).__name__}: {err})."
         ) from None
 

@@ -45,13 +45,12 @@ import math
 import os
 import tempfile
 import zipfile
-import zlib
 from typing import Any
 
 import numpy as np
 
 from keras_mgu._atomic import write_atomically
-from keras_mgu._manifest import FORMAT, FORMAT_VERSION, MANIFEST, ModelFileError, check_manifest
+from keras_mgu._manifest import FORMAT, FORMAT_VERSION, MANIFEST, ModelFileError, read_model_archive
 from keras_mgu._version import __version__
 from keras_mgu.datasets import Normalizer, Protocol
 from keras_mgu.sysid.config import RecipeConfig
@@ -206,25 +205,7 @@ def read_model_file(filepath: str | os.PathLike) -> dict[str, Any]:
             plain zip archive, a ``.keras`` model, anything else), a truncated
             or corrupted one, or one of a newer format version.
     """
-    filepath = os.fspath(filepath)
-    if not os.path.isfile(filepath):
-        raise FileNotFoundError(f"No such model file: {filepath!r}.")
-    try:
-        with zipfile.ZipFile(filepath) as archive:
-            manifest = check_manifest(archive, filepath)
-            return _fields(archive, manifest)
-    except (zipfile.BadZipFile, zlib.error) as err:
-        raise ModelFileError(
-            f"{filepath!r} is not a keras-mgu model file, or it is truncated or corrupted "
-            f"(not a readable zip archive: {err})."
-        ) from None
-    except (KeyError, TypeError, ValueError, OSError, EOFError) as err:
-        if isinstance(err, ModelFileError):
-            raise
-        raise ModelFileError(
-            f"{filepath!r} is a damaged keras-mgu model file (an entry is missing or does not "
-            f"read: {type(err).__name__}: {err})."
-        ) from None
+    return read_model_archive(filepath, _fields, "an entry is missing or")
 
 
 def _fields(archive: zipfile.ZipFile, manifest: dict) -> dict[str, Any]:
