@@ -36,6 +36,13 @@
   measured experiment (simulation, k-step prediction, fit %, residuals).
 * :mod:`~keras_mgu.sysid.residuals`: :func:`residual_analysis`, the residual's
   autocorrelation and cross-correlation with the inputs, with their band.
+* :mod:`~keras_mgu.sysid.loop_cell`: ``ArxLoopCell``, an ARX model whose loop
+  carries a nonlinear branch that starts at zero, and ``lag_simulator``.
+* :mod:`~keras_mgu.sysid.narx` and :mod:`~keras_mgu.sysid.linear_loop`: the NARX
+  and linear-loop model classes built on it.
+* :mod:`~keras_mgu.sysid.window_training`: training on short windows started
+  from measured outputs; :mod:`~keras_mgu.sysid.lag_classes`: their settings
+  and one run in the recipe (``RecipeConfig(model_classes=...)``).
 
 Example::
 

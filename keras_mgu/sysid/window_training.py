@@ -155,7 +155,7 @@ def train_on_windows(
         [
             schedule.learning_rate * schedule.decay_rate**k
             for k in range(len(schedule.decay_points) + 1)
-        ],  # noqa: E501
+        ],
     )
     keep = _KeepBest(validation, lag, done, every, keeper)
     _fit(model, data, schedule.iterations, WINDOW_BATCH, lr, rng, verbose, every, keep)
@@ -172,9 +172,7 @@ def _fit(model, data, iterations, batch, learning_rate, rng, verbose, every=None
     batch = min(batch, n)
     order = np.concatenate([rng.permutation(n) for _ in range(-(-iterations * batch // n))])
     take = order[: iterations * batch]
-    model.compile(
-        optimizer=keras.optimizers.Adam(learning_rate, clipnorm=1.0), loss="mse", jit_compile="auto"
-    )
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate, clipnorm=1.0), loss="mse")
     every = every or iterations
     epochs = -(-iterations // every)
     model.fit(
