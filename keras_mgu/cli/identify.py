@@ -279,12 +279,12 @@ def _add_recipe_arguments(group: argparse._ArgumentGroup) -> None:
                        "the machine's speed and load, so results are no longer "
                        "reproducible")  # fmt: skip
     group.add_argument("--model-classes", nargs="+", metavar="CLASS",
-                       choices=("network", "linear+network", "narx", "loop", "all"),
-                       help="the model classes to try and choose among on validation: network "
-                       "(the recurrent network alone), linear+network (on the linear model's "
+                       choices=("network", "linear+network", "narx", "loop", "linear", "all"),
+                       help="the model classes to try and choose among: network (the "
+                       "recurrent network alone), linear+network (on the linear model's "
                        "residual), narx (ARX plus an MLP on the lags), loop (the cell inside "
-                       "the ARX model's loop), or all (default: network "
-                       "linear+network)")  # fmt: skip
+                       "the ARX model's loop), linear (the ARX model refined on the "
+                       "simulation error), or all (default: all)")  # fmt: skip
     group.add_argument("--cell", metavar="CELL",
                        help="the recurrent cell: mgu (default), gru, lstm, or a user's cell as "
                        "package.module:Class, called as Class(units) (in the loop class "
@@ -495,7 +495,7 @@ def _cell(args: argparse.Namespace, kind: str) -> str:
         return kind.lower()
     if ":" in cell:
         classes = set(args.model_classes or ())
-        if not classes or classes - {"narx", "loop"}:
+        if not classes or "all" in classes or classes - {"narx", "loop", "linear"}:
             raise UsageError(
                 f"--cell {cell}: a user's cell runs inside the loop class only; give "
                 "--model-classes loop (and narx, if wanted)"

@@ -59,12 +59,11 @@ CAPACITIES = ("fixed", "search")
 #: Weight decay of the short-record recipe (at ``SHORT_ITERATIONS``).
 WEIGHT_DECAY = 0.1
 #: The model classes :func:`~keras_mgu.sysid.identify` can try: the recurrent network
-#: alone, on the linear model's residual, NARX, and a recurrent cell inside the linear loop.
-MODEL_CLASSES = ("network", "linear+network", "narx", "loop")
-#: The classes tried when the config leaves them open: the recurrent network's two. The lag
-#: classes are asked for by name (or ``"all"``) until the suite has measured them on the
-#: measured benchmarks.
-DEFAULT_MODEL_CLASSES = MODEL_CLASSES[:2]
+#: alone, on the linear model's residual, NARX, a recurrent cell inside the linear loop,
+#: and the linear model fitted by simulation error.
+MODEL_CLASSES = ("network", "linear+network", "narx", "loop", "linear")
+#: The classes tried when the config leaves them open: every one.
+DEFAULT_MODEL_CLASSES = MODEL_CLASSES
 
 
 def _positive_int(name: str, value: object, allow_none: bool = False) -> None:
@@ -224,8 +223,10 @@ class RecipeConfig:
             where the linear model explains the validation record),
             ``"narx"`` (:mod:`~keras_mgu.sysid.narx`) and ``"loop"`` (the
             ``cell`` inside the linear model's loop,
-            :mod:`~keras_mgu.sysid.linear_loop`); ``"all"``: every one.
-            ``None``: :data:`DEFAULT_MODEL_CLASSES`.
+            :mod:`~keras_mgu.sysid.linear_loop`) and ``"linear"`` (the
+            ARX model refined on the simulation error,
+            :mod:`~keras_mgu.sysid.output_error`); ``"all"``: every one.
+            ``None`` (default): every one.
     """
 
     cell: str = "mgu"

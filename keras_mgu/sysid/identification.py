@@ -22,7 +22,7 @@ from keras_mgu.sysid import saving
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.prediction import RunSimulator
 from keras_mgu.sysid.scoring import score
-from keras_mgu.sysid.selection import error_rmse
+from keras_mgu.sysid.selection import equal_weights, error_rmse
 from keras_mgu.sysid.signals import SignalPath
 
 __all__ = ["BENCHMARK_N_INITIAL", "Identification"]
@@ -214,6 +214,39 @@ class Identification:
         n = self.config.n_initial
         y_sim = self.simulate(val.u, val.y[:n])
         return outer.transform_y(y_sim[n:]) - outer.transform_y(val.y[n:])
+
+    def horizon_error(self, data: Any) -> np.ndarray:
+        """The free-run error of each estimation experiment ``(N_scored, n_outputs)``, standardised.
+
+        Each experiment of ``data.estimation`` is simulated from its first
+        ``n`` measured samples (``n``: :meth:`resolve_n_initial`, at least the
+        run's ``n_initial``), as a test record is, and scored after them: a
+        horizon far longer than the windows a lag class or an encoder model
+        trains on, so that a drift or a slow instability shows.
+        """
+        est, outer = data.estimation, self.path.outer
+        n = max(self.resolve_n_initial(), self.config.n_initial or 1)
+        errors = []
+        for first, stop in est.experiments:
+            if stop - first > n:
+                u, y = est.u[first:stop], est.y[first:stop]
+                y_sim = self.simulate(u, y[:n])
+                errors.append(outer.transform_y(y_sim[n:]) - outer.transform_y(y[n:]))
+        if not errors:
+            return np.zeros((0, len(outer.y_mean)))
+        return np.concatenate(errors)
+
+    def choice_error(self, data: Any) -> np.ndarray:
+        """The error :func:`~keras_mgu.sysid.identify` chooses by, flattened.
+
+        The validation error (:meth:`validation_error`) and the horizon error
+        (:meth:`horizon_error`), each scaled so that the squared RMSE of the
+        result is the mean of their two mean squares: the validation record
+        alone can rank runs unlike a test record (a run that validates well
+        over a short record and drifts over a long one), the estimation
+        record alone rewards fitting it.
+        """
+        return equal_weights(self.validation_error(data), self.horizon_error(data))
 
     def validation_rmse(self, data: Any) -> float:
         """RMSE of ``data.validation`` in standardised output units, as training scored it.

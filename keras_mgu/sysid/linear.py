@@ -66,6 +66,15 @@ class LinearModel:
         radius = max(np.max(np.abs(np.roots(np.r_[1.0, a]))) for a in self.a)
         return float(-1.0 / np.log(radius)) if radius < 1.0 else float("inf")
 
+    def padded(self, na: int, nb: int) -> LinearModel:
+        """The same model with orders ``na >= self.na`` and ``nb >= self.nb`` (zeros added)."""
+        (na0, nb0), n_outputs, n_inputs = self.orders, *self.b.shape[:2]
+        if na < na0 or nb < nb0:
+            raise ValueError(f"Cannot pad ARX{self.orders} to the lower orders ({na}, {nb}).")
+        a = np.concatenate([self.a, np.zeros((n_outputs, na - na0))], axis=1)
+        b = np.concatenate([self.b, np.zeros((n_outputs, n_inputs, nb - nb0))], axis=2)
+        return LinearModel(a, b, self.c)
+
     @classmethod
     def fit(cls, u: Any, y: Any, na: int, nb: int | None = None) -> LinearModel:
         """Least-squares ARX fit on ``u`` ``(N, n_inputs)``, ``y`` ``(N, n_outputs)``."""

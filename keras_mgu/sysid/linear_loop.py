@@ -27,7 +27,7 @@ import keras
 
 from keras_mgu.cell import MGUCell
 from keras_mgu.sysid.linear import LinearModel
-from keras_mgu.sysid.loop_cell import ArxLoopCell, arx_kernel, lag_simulator
+from keras_mgu.sysid.loop_cell import ArxLoopCell, anchor_arrays, arx_kernel, lag_simulator
 
 __all__ = ["CELLS", "build_linear_loop", "make_cell"]
 
@@ -68,6 +68,8 @@ def build_linear_loop(
     cell: Any = "mgu",
     units: int = 32,
     seed: int | None = None,
+    bounds: tuple | None = None,
+    anchor: LinearModel | None = None,
 ) -> keras.Model:
     """The linear-loop simulator ``[u_past, y_past, u] -> y`` started at ``linear``.
 
@@ -78,6 +80,11 @@ def build_linear_loop(
         cell: The recurrent cell (:func:`make_cell`).
         units: The cell's units.
         seed: Seeds the initialisation.
+        bounds: The regressors' estimation range, outside which the model
+            fades to ``linear`` (:class:`~keras_mgu.sysid.loop_cell.ArxLoopCell`);
+            ``None``: none.
+        anchor: The ARX model it fades to there (orders at most
+            ``linear``'s); default ``linear``.
     """
     na, nb = linear.orders
     n_outputs, n_inputs = linear.b.shape[:2]
@@ -85,6 +92,8 @@ def build_linear_loop(
         keras.utils.set_random_seed(seed)
     branch = make_cell(cell, units)
     loop = ArxLoopCell(
-        n_inputs, n_outputs, na, nb, arx_kernel(linear.a, linear.b), linear.c, branch
-    )
+        n_inputs, n_outputs, na, nb, arx_kernel(linear.a, linear.b), linear.c, branch,
+        bounds=bounds, anchor=anchor_arrays(anchor, linear),
+    )  # fmt: skip
     return lag_simulator(loop, lag or max(na, nb - 1), name="loop")
+

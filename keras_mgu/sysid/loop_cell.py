@@ -16,6 +16,19 @@ and the branch ``g_t`` is one of:
   ``g_t = h_t P``, ``P = 0`` at the start; the cell's state rides beside
   ``z`` (``states = [z, *h]``).
 
+Outside the estimation range, a cell given ``bounds`` (the range of each
+regressor on the estimation record) degrades toward a linear model, its
+``anchor`` (default: the one it started from), instead of extrapolating what
+it learned::
+
+    e_t = max_j  max(lo_j - r_tj, r_tj - hi_j, 0) / (hi_j - lo_j)      how far out
+    s_t = clip(1 - e_t / fade, 0, 1)                                  1 inside the range
+    y_t = r_t W_0 + c_0 + s_t (r_t (W - W_0) + (c - c_0) + g_t)      W_0, c_0: the anchor
+
+with the branch reading ``clip(r_t, lo, hi)``: inside the range the model is
+the one trained; a regressor ``fade`` of its range outside it, and beyond, it
+is the least-squares ARX model (stable, and the field's linear baseline).
+
 ``W``, ``c`` start at the least-squares ARX solution
 (:class:`~keras_mgu.sysid.linear.LinearModel`, :func:`arx_kernel`), so a
 fresh cell simulates exactly as the linear model does, and training starts
@@ -35,7 +48,20 @@ from keras import ops
 
 from keras_mgu.fused.cell import FusedCell
 
-__all__ = ["ArxLoopCell", "LagState", "arx_kernel", "lag_simulator", "lag_state_size"]
+__all__ = [
+    "FADE",
+    "ArxLoopCell",
+    "LagState",
+    "anchor_arrays",
+    "arx_kernel",
+    "lag_simulator",
+    "lag_state_size",
+    "regressor_bounds",
+]
+
+#: How far outside its estimation range (a share of the range) a regressor
+#: takes the model all the way back to the linear model it started from.
+FADE = 0.25
 
 
 def lag_state_size(n_inputs: int, n_outputs: int, na: int, nb: int) -> int:
@@ -63,6 +89,33 @@ def arx_kernel(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                 kernel[na * n_outputs + (j - 1) * n_inputs + m, i] = b[i, m, j]
             kernel[nz + m, i] = b[i, m, 0]
     return kernel
+
+
+def anchor_arrays(anchor: Any, linear: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(kernel, bias)`` of ARX model ``anchor`` in ``linear``'s orders; None for no anchor.
+
+    Both are :class:`~keras_mgu.sysid.linear.LinearModel`; ``anchor``'s
+    orders are at most ``linear``'s (its missing lags are zeros).
+    """
+    if anchor is None:
+        return None
+    padded = anchor.padded(*linear.orders)
+    return arx_kernel(padded.a, padded.b), padded.c
+
+
+def regressor_bounds(
+    u_range: tuple[np.ndarray, np.ndarray], y_range: tuple[np.ndarray, np.ndarray], na: int, nb: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-regressor ``(lower, upper)`` ``(nz + n_inputs,)`` in the order of ``r_t``.
+
+    ``u_range``, ``y_range``: each channel's ``(min, max)`` on the estimation
+    record, ``(n_inputs,)`` and ``(n_outputs,)`` arrays; every lag of a
+    channel gets that channel's range.
+    """
+    (u_lo, u_hi), (y_lo, y_hi) = (np.asarray(r, dtype=np.float64) for r in (u_range, y_range))
+    lower = np.concatenate([np.tile(y_lo, na), np.tile(u_lo, nb - 1), u_lo])
+    upper = np.concatenate([np.tile(y_hi, na), np.tile(u_hi, nb - 1), u_hi])
+    return lower, upper
 
 
 def _check_order(name: str, value: Any, least: int) -> int:
@@ -122,7 +175,17 @@ class ArxLoopCell(FusedCell):
         branch: ``"mlp"`` (NARX), or a recurrent Keras cell (an
             :class:`keras_mgu.MGUCell`, ``keras.layers.GRUCell``, a user's
             :class:`keras_mgu.FusedCell`...) or its serialised config.
-        hidden: Hidden layer sizes of the ``"mlp"`` branch.
+        hidden: Hidden layer sizes of the ``"mlp"`` branch (``()``: no
+            branch but a linear term, a purely linear model).
+        bounds: ``None`` (default), or ``(lower, upper)``, each ``(nz +
+            n_inputs,)``: the estimation range of every regressor
+            (:func:`regressor_bounds`); outside it the model fades to the
+            starting ARX model (module docstring).
+        fade: The share of a regressor's range outside it at which the
+            model is the anchor alone.
+        anchor: ``(kernel, bias)`` of the linear model faded to outside
+            ``bounds`` (``W_0``, ``c_0`` of the module docstring; shapes as
+            ``kernel`` and ``bias``); default: ``kernel`` and ``bias``.
 
     Call arguments: as :class:`keras_mgu.FusedCell`; inputs ``u_t`` ``(B,
     n_inputs)``, states ``[z (B, nz), *branch_states]``; output ``y_t`` ``(B,
@@ -139,6 +202,9 @@ class ArxLoopCell(FusedCell):
         bias: Any = None,
         branch: Any = "mlp",
         hidden: tuple[int, ...] | list[int] = (64, 64),
+        bounds: Any = None,
+        fade: float = FADE,
+        anchor: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -149,6 +215,16 @@ class ArxLoopCell(FusedCell):
         self.initial_kernel = self._initial("kernel", kernel, (self.nz + self.n_inputs, n_outputs))
         self.initial_bias = self._initial("bias", bias, (n_outputs,))
         self.hidden = tuple(_check_order("hidden", h, 1) for h in hidden)
+        self.bounds = self._bounds(bounds)
+        if anchor is None:
+            anchor = (self.initial_kernel, self.initial_bias)
+        self.anchor = (
+            self._initial("anchor kernel", anchor[0], self.initial_kernel.shape),
+            self._initial("anchor bias", anchor[1], self.initial_bias.shape),
+        )
+        if isinstance(fade, bool) or not isinstance(fade, (int, float)) or not 0 < fade < np.inf:
+            raise ValueError(f"`fade` must be a positive number; received {fade!r}.")
+        self.fade = float(fade)
         if isinstance(branch, dict):
             branch = keras.saving.deserialize_keras_object(branch)
         if branch != "mlp" and not hasattr(branch, "state_size"):
@@ -170,6 +246,23 @@ class ArxLoopCell(FusedCell):
             )
         return array
 
+    def _bounds(self, bounds: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        if bounds is None:
+            return None
+        shape = (self.nz + self.n_inputs,)
+        try:
+            lower, upper = (np.asarray(b, dtype=np.float64) for b in bounds)
+        except (TypeError, ValueError):
+            lower = upper = None
+        if lower is None or lower.shape != shape or upper.shape != shape or not (
+            np.all(np.isfinite(lower)) and np.all(np.isfinite(upper)) and np.all(upper > lower)
+        ):
+            raise ValueError(
+                f"`bounds` must be (lower, upper), finite arrays of shape {shape} with "
+                "upper > lower."
+            )
+        return lower, upper
+
     def build(self, input_shape: tuple) -> None:
         width = self.nz + self.n_inputs
         self.kernel = self.add_weight(
@@ -180,6 +273,16 @@ class ArxLoopCell(FusedCell):
             shape=(self.n_outputs,), name="arx_bias",
             initializer=keras.initializers.Constant(self.initial_bias),
         )  # fmt: skip
+        if self.bounds is not None:
+            fixed = {
+                "anchor_kernel": self.anchor[0], "anchor_bias": self.anchor[1],
+                "lower": self.bounds[0], "upper": self.bounds[1],
+            }  # fmt: skip
+            for name, value in fixed.items():
+                setattr(self, name, self.add_weight(
+                    shape=value.shape, name=name, trainable=False,
+                    initializer=keras.initializers.Constant(value),
+                ))  # fmt: skip
         self.layers_weights = []
         if self.branch == "mlp":
             for k, units in enumerate(self.hidden):
@@ -206,16 +309,26 @@ class ArxLoopCell(FusedCell):
         z, h = states[0], list(states[1:])
         r = ops.concatenate([z, projected], axis=-1)
         y = ops.matmul(r, self.kernel) + self.bias
+        inside = r if self.bounds is None else ops.minimum(ops.maximum(r, self.lower), self.upper)
         if self.branch == "mlp":
-            g = r
+            g = inside
             for kernel, bias in self.layers_weights:
                 g = ops.tanh(ops.matmul(g, kernel) + bias)
             new_h = []
         else:
-            g, new_h = self.branch(r, h)
+            g, new_h = self.branch(inside, h)
             new_h = list(new_h) if isinstance(new_h, (list, tuple)) else [new_h]
         y = y + ops.matmul(g, self.out_kernel)
+        if self.bounds is not None:
+            y = self._faded(r, inside, y)
         return y, [self._shift(z, y, projected), *new_h]
+
+    def _faded(self, r: Any, inside: Any, y: Any) -> Any:
+        """``y`` faded toward the starting ARX model as ``r`` leaves its bounds."""
+        out = ops.max(ops.abs(r - inside) / (self.upper - self.lower), axis=-1, keepdims=True)
+        share = ops.clip(1.0 - out / self.fade, 0.0, 1.0)
+        anchor = ops.matmul(r, self.anchor_kernel) + self.anchor_bias
+        return anchor + share * (y - anchor)
 
     def _shift(self, z: Any, y: Any, u: Any) -> Any:
         """``z_{t+1}``: the newest output and input in front, the oldest dropped."""
@@ -249,6 +362,9 @@ class ArxLoopCell(FusedCell):
             "bias": self.initial_bias.tolist(),
             "branch": branch,
             "hidden": list(self.hidden),
+            "bounds": None if self.bounds is None else [b.tolist() for b in self.bounds],
+            "fade": self.fade,
+            "anchor": [a.tolist() for a in self.anchor],
         }
 
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import keras
 
 from keras_mgu.sysid.linear import LinearModel
-from keras_mgu.sysid.loop_cell import ArxLoopCell, arx_kernel, lag_simulator
+from keras_mgu.sysid.loop_cell import ArxLoopCell, anchor_arrays, arx_kernel, lag_simulator
 
 __all__ = ["build_narx"]
 
@@ -31,6 +31,8 @@ def build_narx(
     lag: int | None = None,
     hidden: Sequence[int] = (64, 64),
     seed: int | None = None,
+    bounds: tuple | None = None,
+    anchor: LinearModel | None = None,
 ) -> keras.Model:
     """The NARX simulator ``[u_past, y_past, u] -> y`` started at ``linear``.
 
@@ -41,12 +43,20 @@ def build_narx(
             ``max(na, nb - 1)``, all it needs).
         hidden: The network's ``tanh`` hidden layer sizes.
         seed: Seeds the network's initialisation.
+        bounds: The regressors' estimation range, outside which the model
+            fades to ``linear`` (:class:`~keras_mgu.sysid.loop_cell.ArxLoopCell`);
+            ``None``: none.
+        anchor: The ARX model it fades to there (orders at most
+            ``linear``'s); default ``linear``.
     """
     na, nb = linear.orders
     n_outputs, n_inputs = linear.b.shape[:2]
     if seed is not None:
         keras.utils.set_random_seed(seed)
     cell = ArxLoopCell(
-        n_inputs, n_outputs, na, nb, arx_kernel(linear.a, linear.b), linear.c, "mlp", tuple(hidden)
-    )
+        n_inputs, n_outputs, na, nb, arx_kernel(linear.a, linear.b), linear.c, "mlp",
+        tuple(hidden), bounds=bounds,
+        anchor=anchor_arrays(anchor, linear),
+    )  # fmt: skip
     return lag_simulator(cell, lag or max(na, nb - 1), name="narx")
+

@@ -26,10 +26,11 @@ from keras_mgu.sysid.capacity import choose_capacity
 from keras_mgu.sysid.config import DEFAULT_MODEL_CLASSES, RecipeConfig
 from keras_mgu.sysid.identification import Identification
 from keras_mgu.sysid.lag_classes import LAG_CLASSES, lag_config, lag_orders, train_lag_run
-from keras_mgu.sysid.linear import LinearModel, select_linear_model
+from keras_mgu.sysid.linear import LINEAR_SHARE_MAX, LinearModel, select_linear_model
+from keras_mgu.sysid.output_error import build_output_error
 from keras_mgu.sysid.population import PlannedRun, population_groups, train_population
 from keras_mgu.sysid.run import RunResult, shortest, train_simulator
-from keras_mgu.sysid.selection import describe_members, error_rmse, select
+from keras_mgu.sysid.selection import describe_members, equal_weights, error_rmse, select
 from keras_mgu.sysid.signals import SignalPath
 
 __all__ = [
@@ -65,14 +66,19 @@ class Structure:
         name: One of :data:`~keras_mgu.sysid.config.MODEL_CLASSES`.
         path: Physical signals to the network's and back.
         config: The settings resolved for it.
-        linear: The ARX model a lag class (``"narx"``, ``"loop"``) starts
-            from (standardised signals); None for the others.
+        linear: The ARX model a lag class (``"narx"``, ``"loop"``,
+            ``"linear"``) starts from (standardised signals); None for the
+            others.
+        anchor: The ARX model of the order chosen on validation, which NARX
+            and the loop fade to outside the estimation range; None for the
+            others.
     """
 
     name: str
     path: SignalPath
     config: RecipeConfig
     linear: LinearModel | None = None
+    anchor: LinearModel | None = None
 
 
 def lag_structures(data: SysIdData, config: RecipeConfig, classes: Sequence[str]) -> list:
@@ -80,18 +86,27 @@ def lag_structures(data: SysIdData, config: RecipeConfig, classes: Sequence[str]
 
     The ARX model is refitted by least squares on the standardised estimation
     record at the lag classes' order (:func:`~keras_mgu.sysid.lag_classes.lag_orders`
-    of the order :func:`~keras_mgu.sysid.linear.select_linear_model` chooses).
+    of the order :func:`~keras_mgu.sysid.linear.select_linear_model` chooses);
+    the order that simulates validation best, refitted, is the anchor that
+    NARX and the loop fade to outside the estimation range (where the
+    validation record is too short for any, the lag-order ARX).
     """
     wanted = [name for name in LAG_CLASSES if name in classes]
     if not wanted:
         return []
     outer = Normalizer.fit(data.estimation)
     est, val = outer.transform(data.estimation), outer.transform(data.validation)
-    chosen, _ = select_linear_model(est, val, continues=False)
+    chosen, table = select_linear_model(est, val, continues=False)
     na = lag_orders(chosen)
     linear = LinearModel.fit(est.u, est.y, na)
+    anchor = chosen
+    if anchor is None and table:
+        anchor = LinearModel.fit(est.u, est.y, min(table, key=_val_rmse)["na"])
     return [
-        Structure(name, SignalPath(outer), lag_config(config, linear, est.n_samples, name), linear)
+        Structure(
+            name, SignalPath(outer), lag_config(config, linear, est.n_samples, name), linear,
+            anchor,
+        )
         for name in wanted
     ]
 
@@ -141,9 +156,9 @@ def _val_rmse(row: dict) -> float:
 
 
 def _best_run(runs: list[RunResult], pool: Sequence[int] | None = None) -> int:
-    """The run with the lowest validation RMSE (standardised, any structure), of ``pool``."""
+    """The run with the lowest choice RMSE (:attr:`RunResult.choice_rmse`), of ``pool``."""
     pool = range(len(runs)) if pool is None else pool
-    return pool[int(np.argmin([runs[k].validation_rmse for k in pool]))]
+    return pool[int(np.argmin([runs[k].choice_rmse for k in pool]))]
 
 
 def identify(
@@ -162,14 +177,15 @@ def identify(
     ``restarts`` runs (seeds ``seed + 1000 * k``), each for the config's
     iterations (a fixed amount of work: the same model whatever the machine's
     load; ``config.time_budget`` caps the wall time instead).
-    Where the linear model explains the validation record, one run more is
-    trained: the network alone and the network on the linear model's residual
-    each start with ``seed``, and the remaining ``restarts - 1`` runs use the
-    structure whose run validated better. The run kept has the lowest
-    validation RMSE (:attr:`RunResult.validation_rmse`); with
-    ``config.selection="ensemble"`` the result averages runs chosen on
-    validation (:mod:`~keras_mgu.sysid.selection`). ``data.test`` is not
-    used.
+    Every class of ``config.model_classes`` (default: all) gets one run from
+    ``seed``, and the remaining ``restarts - 1`` runs use the class whose run
+    scored best. Runs are scored by their choice error
+    (:meth:`~keras_mgu.sysid.Identification.choice_error`): the validation
+    record's simulation error and the free run through the estimation
+    record from its first measured samples, equally weighted. The run kept
+    scores best; with ``config.selection="ensemble"`` the result averages
+    runs of the winning class chosen greedily on the same error
+    (:mod:`~keras_mgu.sysid.selection`). ``data.test`` is not used.
 
     Args:
         data: Estimation, validation and test records, or a Record (or a
@@ -198,7 +214,8 @@ def identify(
         )
     options, linear_table = model_classes(data, config)
     if verbose:
-        _print_settings(data, options, restarts)
+        classes = config.model_classes or DEFAULT_MODEL_CLASSES
+        _print_settings(data, options, restarts, classes, linear_table)
     trainer = _Trainer(data, options, population, verbose, callbacks, restarts)
     runs = trainer.train([(option, seed) for option in options])
     winner = next(o for o in options if o.name == runs[_best_run(runs)].structure)
@@ -210,7 +227,7 @@ def identify(
     rule = winner.config.selection
     members = ()
     if rule != "best":
-        members = tuple(pool[k] for k in select([runs[k].validation_error for k in pool], rule))
+        members = tuple(pool[k] for k in select([runs[k].choice_error for k in pool], rule))
     if verbose and members:
         print(f"selection ({rule}): {describe_members(members)}", flush=True)
     est = data.estimation
@@ -218,7 +235,7 @@ def identify(
         runs, _best_run(runs, pool), data.n_initial, trainer.first, linear_table, members,
         input_names=est.input_names, output_names=est.output_names, ts=est.ts,
         protocol=data.protocol, capacity_table=capacity_table,
-        class_table=class_table(runs, options),
+        class_table=class_table(runs, options, trainer.arx_run()),
     )  # fmt: skip
     if verbose:
         print(describe_class_table(found.class_table, winner.name), flush=True)
@@ -255,50 +272,63 @@ def selection_pool(runs: list[RunResult], winner: str) -> list[int]:
     return [k for k, run in enumerate(runs) if run.structure not in LAG_CLASSES]
 
 
-def class_table(runs: list[RunResult], options: list[Structure]) -> list[dict]:
-    """Per class tried: its runs' best and median validation RMSE (standardised).
+def class_table(
+    runs: list[RunResult], options: list[Structure], arx: RunResult | None = None
+) -> list[dict]:
+    """Per class tried: its runs' best and median choice RMSE (standardised).
 
-    A lag-class run's first check is its ARX model, free-run from the
-    validation record's first ``na`` measured samples: the table's first
-    row, ``"ARX"``, is that figure (where a lag class ran).
+    Each row also gives its best run's ``validation`` and ``horizon`` RMSE
+    (:class:`RunResult`). ``arx``, the least-squares ARX model the lag classes
+    start from, scored as a run, is the first row (``runs`` 0).
     """
     table = []
+    if arx is not None:
+        na, nb = arx.config.n_initial, arx.config.n_initial + 1
+        table.append(_class_row(f"ARX({na}, {nb})", [arx], 0))
     for option in options:
-        scores = [run.validation_rmse for run in runs if run.structure == option.name]
-        table.append(
-            {"class": option.name, "runs": len(scores), "best": float(np.min(scores)),
-             "median": float(np.median(scores))}
-        )  # fmt: skip
-    arx = [run for run in runs if run.structure in LAG_CLASSES and run.validation_history]
-    if arx:
-        na = arx[0].config.n_initial
-        score = float(arx[0].validation_history[0][1])
-        row = {"class": f"ARX({na}, {na + 1})", "runs": 0, "best": score, "median": score}
-        table.insert(0, row)
+        mine = [run for run in runs if run.structure == option.name]
+        table.append(_class_row(option.name, mine, len(mine)))
     return table
+
+
+def _class_row(name: str, runs: list[RunResult], count: int) -> dict:
+    scores = [run.choice_rmse for run in runs]
+    best = runs[int(np.argmin(scores))]
+    return {
+        "class": name, "runs": count, "best": float(np.min(scores)),
+        "median": float(np.median(scores)), "validation": float(best.validation_rmse),
+        "horizon": float(best.horizon_rmse),
+    }  # fmt: skip
 
 
 def describe_class_table(table: list[dict], chosen: str) -> str:
     """The class table in lines, the chosen class marked, and a warning where ARX is not beaten."""
-    lines = ["validation RMSE (standardised) of each class tried, best and median of its runs:"]
+    lines = [
+        "choice RMSE (standardised; validation and the free run through the estimation "
+        "record, equally weighted) of each class tried, best / median of its runs, and the "
+        "best run's validation | horizon:"
+    ]
     for row in table:
         mark = "  <- chosen" if row["class"] == chosen else ""
-        runs = "linear model" if row["runs"] == 0 else f"{row['runs']} run(s)"
+        runs = "least squares" if row["runs"] == 0 else f"{row['runs']} run(s)"
+        nan = float("nan")
+        parts = f"{row.get('validation', nan):.4f} | {row.get('horizon', nan):.4f}"
         lines.append(
-            f"  {row['class']:<16} {row['best']:.4f} / {row['median']:.4f}  ({runs}){mark}"
+            f"  {row['class']:<16} {row['best']:.4f} / {row['median']:.4f}  ({parts}; {runs})"
+            + mark
         )
     warning = linear_not_beaten(table)
     return "\n".join(lines + ([warning] if warning else []))
 
 
 def linear_not_beaten(table: list[dict]) -> str | None:
-    """One line saying no network beats the linear model on validation, or None."""
-    linear = [row["best"] for row in table if row["runs"] == 0]
-    networks = [row["best"] for row in table if row["runs"] > 0]
-    if linear and networks and not min(networks) < linear[0]:
+    """One line saying no nonlinear class beats the linear models on the choice, or None."""
+    linear = [row["best"] for row in table if row["runs"] == 0 or row["class"] == "linear"]
+    networks = [row["best"] for row in table if row["runs"] > 0 and row["class"] != "linear"]
+    if linear and networks and not min(networks) < min(linear):
         return (
-            "warning: no network beats the linear model (ARX) on validation; the chosen model "
-            "is the linear model, or no better than it."
+            "warning: no network beats the linear model (ARX, or the linear class) on the "
+            "choice; the chosen model is linear, or no better than it."
         )
     return None
 
@@ -324,7 +354,7 @@ class _Trainer:
     """Trains planned runs, one by one or as populations (within the time budget, if any)."""
 
     def __init__(self, data, options, population, verbose, callbacks, restarts) -> None:
-        self.data, self.population = data, bool(population)
+        self.data, self.population, self.options = data, bool(population), options
         self.verbose, self.callbacks = verbose, callbacks
         self.records = {
             o.name: network_records(o.path, data, o.config.validation_continues) for o in options
@@ -362,7 +392,9 @@ class _Trainer:
     def _train_lag(self, option: Structure, seed: int) -> RunResult:
         est, val = self.records[option.name]
         verbose = self.verbose if isinstance(self.verbose, int) and self.verbose > 1 else 0
-        return train_lag_run(option.name, option.linear, est, val, option.config, seed, verbose)
+        return train_lag_run(
+            option.name, option.linear, est, val, option.config, seed, verbose, option.anchor
+        )
 
     def _train_group(self, members: list[PlannedRun], share: float | None) -> list[RunResult]:
         if len(members) > 1:
@@ -386,29 +418,49 @@ class _Trainer:
         est, val = self.records[option.name]
         return PlannedRun(est, val, option.config, seed)
 
+    def arx_run(self) -> RunResult | None:
+        """The least-squares ARX model the lag classes start from, scored as a run; or None."""
+        option = next((o for o in self.options if o.linear is not None), None)
+        if option is None:
+            return None
+        model = build_output_error(option.linear, option.config.n_initial)
+        run = RunResult(model, 0, float("nan"), 0, 0.0, None, option.config)
+        return self._scored(run, dataclasses.replace(option, name="linear"), 0, "reference")
+
     def _scored(self, run: RunResult, option: Structure, seed: int, kind: str) -> RunResult:
-        """``run`` with its structure, signal path and validation error (physical record)."""
+        """``run`` with its structure, signal path and errors (physical records, standardised)."""
         run = dataclasses.replace(run, structure=option.name, path=option.path)
         single = Identification([run], 0, self.data.n_initial, self.first)
-        error = single.validation_error(self.data)
-        run = dataclasses.replace(run, validation_error=error, validation_rmse=error_rmse(error))
+        error, horizon = single.validation_error(self.data), single.horizon_error(self.data)
+        run = dataclasses.replace(
+            run, validation_error=error, validation_rmse=error_rmse(error),
+            horizon_rmse=error_rmse(horizon), choice_error=equal_weights(error, horizon),
+        )  # fmt: skip
+        if kind == "reference":
+            return run
         self.done += kind == "run"
         if self.verbose:
-            units = run.config.units[0]
+            units = (run.config.units or (0,))[0]
             label = f"run {self.done}" if kind == "run" else f"screening {units} units"
             print(
                 f"{label} ({option.name}, seed {run.seed}, learning rate "
-                f"{run.config.learning_rate:g}): validation RMSE "
-                f"{run.validation_rmse:.4f} (standardised), best at iteration "
-                f"{run.best_iteration}, {run.seconds:.0f} s",
+                f"{run.config.learning_rate:g}): choice RMSE {run.choice_rmse:.4f} "
+                f"(validation {run.validation_rmse:.4f}, horizon {run.horizon_rmse:.4f}; "
+                f"standardised), best at iteration {run.best_iteration}, {run.seconds:.0f} s",
                 flush=True,
             )
         return run
 
 
-def _print_settings(data: SysIdData, options: list[Structure], restarts: int) -> None:
+def _print_settings(
+    data: SysIdData, options: list[Structure], restarts: int, classes: Sequence[str], table: list
+) -> None:
     extra = f", first one run of each of {len(options)} classes" if len(options) > 1 else ""
     print(f"recipe: {data.estimation.n_samples} estimation samples, {restarts} restart(s){extra}")
+    tried = {o.name for o in options}
+    if "linear+network" in classes and "linear+network" not in tried:
+        several = len(data.estimation.experiments) > 1
+        print(f"  linear+network: not tried: {_why_no_prior(table, several)}", flush=True)
     for option in options:
         config, linear = option.config, option.path.linear
         if option.linear is not None:
@@ -427,11 +479,27 @@ def _print_settings(data: SysIdData, options: list[Structure], restarts: int) ->
         )
 
 
+def _why_no_prior(table: list[dict], several: bool) -> str:
+    """Why the network on the linear model's residual is not a candidate."""
+    if several:
+        return "the estimation record holds several experiments"
+    if not table:
+        return "linear_prior=False"
+    best = min(table, key=_val_rmse)
+    share = best["validation_rmse"] / best["baseline_rmse"]
+    return (
+        f"the best ARX model (na={best['na']}) simulates the validation record at "
+        f"{share:.0%} of the constant predictor's RMSE, more than the "
+        f"{LINEAR_SHARE_MAX:.0%} that makes it a base for the network"
+    )
+
+
 def _print_lag_settings(option: Structure) -> None:
     config, (na, nb) = option.config, option.linear.orders
-    branch = "MLP" if option.name == "narx" else config.cell.upper()
+    branch = {"narx": "MLP", "linear": "no branch"}.get(option.name, config.cell.upper())
+    units = "" if option.name == "linear" else f" {list(config.units)}"
     print(
-        f"  {option.name}: ARX({na}, {nb}) with {branch} {list(config.units)} in its loop, "
+        f"  {option.name}: ARX({na}, {nb}) with {branch}{units} in its loop, "
         f"state from the {config.n_initial} measured samples before each window, window "
         f"{config.window} x batch {config.batch_size}, {config.iterations} iterations "
         f"(after one-step ones), learning rate {config.learning_rate:g}, no weight decay",

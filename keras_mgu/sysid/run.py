@@ -62,6 +62,11 @@ class RunResult:
     :func:`identify` returns copies with them (``dataclasses.replace``).
     ``stopper`` (the early stopping, with the training history) is None in a
     run loaded from a model file (:func:`~keras_mgu.sysid.load`).
+    ``horizon_rmse`` is the RMSE of the free run through the estimation
+    record from its first measured samples, and ``choice_error`` the error
+    :func:`identify` chooses runs by (validation and that horizon, equally
+    weighted; :meth:`~keras_mgu.sysid.Identification.choice_error`), whose
+    RMSE is :attr:`choice_rmse`.
     """
 
     model: keras.Model
@@ -76,6 +81,16 @@ class RunResult:
     structure: str = "network"
     path: SignalPath | None = None
     validation_history: list = dataclasses.field(default_factory=list)
+    horizon_rmse: float = float("nan")
+    choice_error: np.ndarray | None = None
+
+    @property
+    def choice_rmse(self) -> float:
+        """RMSE of :attr:`choice_error`; the validation RMSE where it is not known."""
+        if self.choice_error is None:
+            return self.validation_rmse
+        value = float(np.sqrt(np.mean(np.square(self.choice_error))))
+        return value if np.isfinite(value) else float("inf")
 
 
 def _check_record(record: Any, what: str, min_samples: int = 2) -> Record:

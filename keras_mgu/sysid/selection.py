@@ -34,6 +34,7 @@ __all__ = [
     "SELECTION_RULES",
     "check_rule",
     "describe_members",
+    "equal_weights",
     "error_rmse",
     "greedy_ensemble",
     "member_weights",
@@ -53,6 +54,18 @@ def error_rmse(error: np.ndarray) -> float:
     """The RMSE of a simulation error; ``inf`` where it is not finite."""
     value = float(np.sqrt(np.mean(np.square(error))))
     return value if np.isfinite(value) else float("inf")
+
+
+def equal_weights(*errors: np.ndarray) -> np.ndarray:
+    """The errors flattened into one, each scaled so that it weighs the same in the RMSE.
+
+    ``error_rmse(result) ** 2`` is the mean of the errors' mean squares (empty
+    ones left out); an average of runs' results is the result of their average.
+    """
+    parts = [np.asarray(e, dtype=np.float64).reshape(-1) for e in errors]
+    parts = [p for p in parts if p.size]
+    total = sum(p.size for p in parts)
+    return np.concatenate([p * np.sqrt(total / (len(parts) * p.size)) for p in parts])
 
 
 def _check_errors(errors: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -1,12 +1,21 @@
 """The lag classes in the recipe: settings from the record, the choice beside the ARX model,
 saving, the k-step prediction's order and the standalone simulator."""
 
+import keras
 import numpy as np
 import pytest
 
 from keras_mgu import datasets, sysid
 from keras_mgu.sysid import LinearModel, RecipeConfig
-from keras_mgu.sysid.lag_classes import window_for_modes
+from keras_mgu.sysid.lag_classes import (
+    ITERATIONS,
+    MAX_ITERATIONS,
+    SAMPLE_BUDGET,
+    lag_config,
+    lag_iterations,
+    train_lag_run,
+    window_for_modes,
+)
 from keras_mgu.sysid.recipe import describe_class_table, linear_not_beaten
 from keras_mgu.sysid.standalone import standalone_simulator
 from keras_mgu.sysid.window_training import measured_windows
@@ -26,6 +35,25 @@ def test_the_window_is_half_the_slowest_oscillation():
     assert window_for_modes(_second_order(100.0, 0.98), 200) == 25  # an eighth of the record
     damped = LinearModel(np.array([[-0.9]]), np.ones((1, 1, 2)), np.zeros(1))
     assert window_for_modes(damped, 10_000) == round(2 * damped.time_constant)
+
+
+def test_a_slow_real_mode_beside_a_fast_oscillation_sets_the_window():
+    # A slow tank (pole 0.977, tau 43 samples) beside a fast resonance (period 34): the window
+    # spans twice the slow memory, not half the fast period.
+    fast = np.poly([0.82 * np.exp(0.18j), 0.82 * np.exp(-0.18j)]).real
+    a = np.polymul(fast, [1.0, -0.977])[1:]
+    slow = LinearModel(a[None], np.ones((1, 1, 4)), np.zeros(1))
+    assert window_for_modes(slow, 10_000) == round(-2 / np.log(0.977))
+    integrator = LinearModel(np.array([[-1.0]]), np.ones((1, 1, 2)), np.zeros(1))
+    assert window_for_modes(integrator, 10_000) == 256
+
+
+def test_the_work_grows_with_the_record_within_its_bounds():
+    assert lag_iterations(2_000, 45) == ITERATIONS  # a short record: the least
+    assert lag_iterations(60_000, 16) == 30_000  # 16 passes of 32 windows a step
+    assert lag_iterations(1_000_000, 16) == MAX_ITERATIONS
+    assert lag_iterations(60_000, 256) == SAMPLE_BUDGET // (256 * 32)  # long windows cost more
+    assert lag_iterations(60_000, 16, effort=2) == 60_000
 
 
 def test_measured_windows_start_after_their_lag_within_each_experiment():
@@ -104,6 +132,7 @@ def test_model_classes_take_all_or_names_and_refuse_others():
         "linear+network",
         "narx",
         "loop",
+        "linear",
     )
     assert RecipeConfig(model_classes="narx").model_classes == ("narx",)
     assert RecipeConfig().model_classes is None
@@ -111,3 +140,69 @@ def test_model_classes_take_all_or_names_and_refuse_others():
         RecipeConfig(model_classes=("narx", "arx"))
     with pytest.raises(ValueError, match="`model_classes` must name some of"):
         RecipeConfig(model_classes=())
+
+
+def _output_error_record(rng, n):
+    """A second-order plant whose noise is on the output only: least squares ARX is biased."""
+    u = rng.normal(size=(n, 1))
+    x = np.zeros(n)
+    for t in range(2, n):
+        x[t] = 1.5 * x[t - 1] - 0.7 * x[t - 2] + 0.5 * u[t - 1, 0]
+    y = x + 0.5 * x.std() * rng.normal(size=n)
+    return datasets.Record(u, ((y - y.mean()) / y.std())[:, None])
+
+
+def test_the_linear_class_refines_the_arx_model_on_the_simulation_error(rng):
+    record = _output_error_record(rng, 3000)
+    est, val = record.slice(0, 2400), record.slice(2400, None)
+    linear = LinearModel.fit(est.u, est.y, 2)
+    config = lag_config(RecipeConfig(iterations=1000), linear, est.n_samples, "linear")
+    run = train_lag_run("linear", linear, est, val, config, seed=0)
+    assert config.units == () and run.validation_history[0][0] == 0
+    start, best = run.validation_history[0][1], run.validation_score
+    noise = np.sqrt(0.25 / 1.25)  # the noise's share of the standardised output
+    assert best < start - 0.5 * (start - noise)  # from the biased start, half way to the noise
+    cell = run.model.get_layer("loop").cell
+    assert cell.hidden == () and cell.bounds is None  # a linear model: nothing to fade
+    # linear in its inputs: the response to 2 u is twice that to u (from zero state)
+    u = rng.normal(size=(1, 50, 1)).astype("float32")
+    zeros = np.zeros((1, 2, 1), "float32")
+    one = keras.ops.convert_to_numpy(run.model([zeros, zeros, u]))
+    two = keras.ops.convert_to_numpy(run.model([zeros, zeros, 2 * u]))
+    bias = keras.ops.convert_to_numpy(run.model([zeros, zeros, 0 * u]))
+    np.testing.assert_allclose(two - bias, 2 * (one - bias), rtol=1e-4, atol=1e-4)
+
+
+def test_runs_are_chosen_on_validation_and_the_horizon_equally(found_and_plant):
+    found, plant = found_and_plant
+    data = plant.data
+    n = found.resolve_n_initial()
+    for k, run in enumerate(found.runs):
+        alone = found.run_alone(k)
+        horizon = alone.horizon_error(data)
+        assert horizon.shape == (data.estimation.n_samples - n, 1)
+        expected = np.sqrt((run.validation_rmse**2 + sysid.rmse(horizon, 0 * horizon) ** 2) / 2)
+        np.testing.assert_allclose(run.choice_rmse, expected, rtol=1e-6)
+    chosen = found.runs[found.best].structure
+    pool = [k for k, run in enumerate(found.runs) if run.structure == chosen]
+    assert found.runs[found.best].choice_rmse == min(found.runs[k].choice_rmse for k in pool)
+    winner = min(found.runs, key=lambda run: run.choice_rmse)
+    assert found.runs[found.best].structure == winner.structure
+    arx = found.class_table[0]
+    assert arx["runs"] == 0 and {"validation", "horizon"} <= set(arx)
+
+
+def test_equal_weights_make_each_error_count_the_same():
+    from keras_mgu.sysid.selection import equal_weights, error_rmse
+
+    short, long = np.full((10, 1), 2.0), np.full((1000, 1), 1.0)
+    np.testing.assert_allclose(error_rmse(equal_weights(short, long)), np.sqrt((4 + 1) / 2))
+    np.testing.assert_allclose(error_rmse(equal_weights(short, np.zeros((0, 1)))), 2.0)
+
+
+def test_the_report_says_why_the_network_on_the_residual_was_not_tried():
+    from keras_mgu.sysid.recipe import _why_no_prior
+
+    table = [{"na": 2, "validation_rmse": 0.8, "baseline_rmse": 1.0}]
+    assert "80% of the constant predictor's RMSE, more than the 70%" in _why_no_prior(table, False)
+    assert "several experiments" in _why_no_prior(table, True)

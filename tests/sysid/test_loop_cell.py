@@ -11,7 +11,7 @@ from keras_mgu import MGUCell
 from keras_mgu.kernels.reference import mgu_step
 from keras_mgu.sysid import LinearModel
 from keras_mgu.sysid.linear_loop import build_linear_loop, make_cell
-from keras_mgu.sysid.loop_cell import ArxLoopCell, arx_kernel, lag_simulator
+from keras_mgu.sysid.loop_cell import ArxLoopCell, arx_kernel, lag_simulator, regressor_bounds
 from keras_mgu.sysid.narx import build_narx
 
 
@@ -187,3 +187,72 @@ def test_bad_arguments_say_what_was_expected():
         ArxLoopCell(1, 1, 1, 1, branch="rnn")
     with pytest.raises(ValueError, match=r"`lag` must be at least max\(na, nb - 1\) = 3"):
         lag_simulator(ArxLoopCell(1, 1, 3, 2), 2)
+
+
+def _numpy_faded(cell, u, y_past, u_past):
+    """A faded NARX free run from the equations of ``loop_cell``'s module docstring."""
+    w = {
+        v.path.split("/")[-1]: keras.ops.convert_to_numpy(v).astype(np.float64)
+        for v in cell.weights
+    }
+    kernel, bias, out = w["arx_kernel"], w["arx_bias"], w["branch_out"]
+    anchor_k, anchor_b, lower, upper = w["anchor_kernel"], w["anchor_bias"], w["lower"], w["upper"]
+    mlp = [w[f"hidden_{k}_{part}"] for k in range(len(cell.hidden)) for part in ("kernel", "bias")]
+    na, nb = cell.na, cell.nb
+    ys, us = list(y_past[::-1][:na]), list(u_past[::-1][: nb - 1])
+    result = []
+    for u_t in u:
+        r = np.concatenate([*ys, *us, u_t])
+        inside = np.clip(r, lower, upper)
+        g = inside
+        for k in range(0, len(mlp), 2):
+            g = np.tanh(g @ mlp[k] + mlp[k + 1])
+        excess = np.max(np.abs(r - inside) / (upper - lower))
+        share = np.clip(1 - excess / cell.fade, 0, 1)
+        anchor = r @ anchor_k + anchor_b
+        y_t = anchor + share * (r @ kernel + bias + g @ out - anchor)
+        result.append(y_t)
+        ys = [y_t, *ys[:-1]]
+        us = [u_t, *us[:-1]] if nb > 1 else []
+    return np.array(result)
+
+
+def _faded_narx(rng):
+    u, y = _plant(rng)
+    linear, anchor = LinearModel.fit(u, y, 2, 3), LinearModel.fit(u, y, 1, 2)
+    bounds = regressor_bounds((u.min(0), u.max(0)), (y.min(0), y.max(0)), 2, 3)
+    model = build_narx(linear, lag=2, hidden=(6,), seed=4, bounds=bounds, anchor=anchor)
+    cell = model.get_layer("loop").cell
+    for weight in cell.trainable_weights:  # move off the start, so every term counts
+        weight.assign(weight + rng.normal(scale=0.05, size=weight.shape))
+    return u, y, anchor, model, cell
+
+
+def test_outside_its_range_a_faded_model_is_its_anchor_inside_the_trained_model(rng):
+    u, y, anchor, model, cell = _faded_narx(rng)
+    scale = np.linspace(0.5, 3.0, 80)[:, None]  # from inside the range to far outside it
+    u_long = np.concatenate([u[:20], u[20:100] * scale])
+    got = _call(model, u_long, y, 20, 2, 80)
+    expected = _numpy_faded(cell, u_long[20:100], y[18:20], u_long[18:20])
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    padded = anchor.padded(2, 3)
+    anchor_kernel = keras.ops.convert_to_numpy(cell.anchor_kernel)
+    np.testing.assert_allclose(anchor_kernel, arx_kernel(padded.a, padded.b), atol=1e-6)
+    # far outside (u three times its range) the model runs as the anchor ARX model alone
+    big = np.concatenate([u[:20], 40 * np.sign(u[20:60]) + u[20:60]])
+    y_big = np.concatenate([y[:20], _arx_loop(anchor.padded(2, 3), big, y, 20, 40)])
+    np.testing.assert_allclose(_call(model, big, y, 20, 2, 40), y_big[20:], rtol=1e-4, atol=1e-3)
+
+
+def test_a_faded_cell_keeps_its_bounds_and_anchor_through_its_config(rng):
+    _, _, _, model, cell = _faded_narx(rng)
+    again = ArxLoopCell.from_config(cell.get_config())
+    np.testing.assert_array_equal(again.bounds[0], cell.bounds[0])
+    np.testing.assert_array_equal(again.anchor[0], cell.anchor[0])
+    assert again.fade == cell.fade
+    old = {k: v for k, v in cell.get_config().items() if k not in ("bounds", "fade", "anchor")}
+    assert ArxLoopCell.from_config(old).bounds is None  # a cell saved before them: no fading
+    with pytest.raises(ValueError, match="`bounds` must be \\(lower, upper\\)"):
+        ArxLoopCell(1, 1, 1, 1, bounds=([0.0, 0.0], [1.0, 0.0]))
+    with pytest.raises(ValueError, match="`fade` must be a positive number"):
+        ArxLoopCell(1, 1, 1, 1, fade=0)
