@@ -1,8 +1,8 @@
-"""Every model class on the zoo's short oscillators: test and beyond-range RMSE per seed.
+"""The defaults (every model class) on the zoo's short oscillators: test and beyond RMSE per seed.
 
 Identifies each plant (``keras_mgu.datasets.zoo_plant(name)``, data seed 0)
-with ``RecipeConfig(model_classes=...)`` (default: all four classes) and the
-recipe's other defaults, for each seed, and prints one line per run: the
+with ``RecipeConfig(model_classes=...)`` (default: the library's, every
+class) and the recipe's other defaults, for each seed, and prints one line per run: the
 class chosen, the wall time, the test RMSE and the beyond record's RMSE
 before and after ``beyond_start``, each simulated from the record's first 50
 measured outputs and scored after them, in the output's unit. The floors
@@ -52,9 +52,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("plants", nargs="+")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--classes", nargs="+", default=["all"])
+    parser.add_argument("--classes", nargs="+", default=None)
     args = parser.parse_args()
-    classes = "all" if args.classes == ["all"] else tuple(args.classes)
+    classes = None if args.classes is None else tuple(args.classes)
+    if classes is not None and "all" in classes:
+        classes = "all"
     print("| plant | seed | chosen | wall s | test | beyond, before | beyond, after |")
     print("|---|---:|---|---:|---:|---:|---:|")
     for plant in args.plants:

@@ -130,3 +130,7 @@ def input_gradient_penalty_grads(fn: Callable, x, weights: Sequence) -> list[np.
     else:  # pragma: no cover
         raise NotImplementedError(BACKEND)
     return [to_numpy(g) for g in grads]
+
+#: The recurrent network's two classes: tests of the network's recipe (not of the choice among
+#: every class, the default) train these alone, in a fraction of the time.
+NETWORK_CLASSES = ("network", "linear+network")

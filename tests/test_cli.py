@@ -17,10 +17,12 @@ import keras_mgu.sysid
 from keras_mgu import datasets, sysid
 from keras_mgu.cli import main
 from keras_mgu.export import ONNX_PACKAGES
-from tests.helpers import BACKEND_INDEPENDENT
+from tests.helpers import BACKEND_INDEPENDENT, NETWORK_CLASSES
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-TINY = ["--quick", "--units", "4"]
+#: A tiny run of every class (the default), and one of the recurrent network's two classes alone.
+EVERY_CLASS = ["--quick", "--units", "4"]
+TINY = [*EVERY_CLASS, "--model-classes", "network", "linear+network"]
 
 
 def subprocess_env(**extra):
@@ -40,7 +42,7 @@ def last_line_rmse(output: str) -> float:
 
 def test_identify_quick_writes_results(tmp_path, capsys):
     backend = keras.backend.backend()
-    argv = ["identify", *TINY, "--backend", backend, "--out", str(tmp_path)]
+    argv = ["identify", *EVERY_CLASS, "--backend", backend, "--out", str(tmp_path)]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert f"backend: {backend}" in out
@@ -55,7 +57,9 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     # Two restarts, and one run more where the linear model makes a second structure worth a try.
     n_runs = len(mgu["stopping_scores"])
     assert n_runs == 2 + (len(set(mgu["structures"])) - 1) and len(mgu["validation_rmse"]) == n_runs
-    assert mgu["config"]["units"] == [4] and mgu["config"]["iterations"] == 40
+    # Every class is tried by default; the folder is named by the settings asked for.
+    assert {"network", "narx", "loop", "linear"} <= set(mgu["structures"])
+    assert mgu["config"]["iterations"] == 40
     for key in ("rmse", "rmse_benchmark"):
         assert np.isfinite(mgu[key]) and mgu[key] > 0
     # No protocol says the test record starts where estimation did: the headline is the
@@ -70,7 +74,8 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     # Fit %, the k-step prediction and the residual analysis beside the RMSEs, as printed.
     assert len(mgu["fit_percent"]) == 1 and mgu["fit_percent"][0] < 100
     assert mgu["prediction"]["steps_ahead"] == 1 and np.isfinite(mgu["prediction"]["rmse"])
-    k_step = f"1-step-ahead prediction, scored from sample 50: RMSE {mgu['prediction']['rmse']:.4f}"
+    rmse_1 = keras_mgu.cli.report.fixed(mgu["prediction"]["rmse"])
+    k_step = f"1-step-ahead prediction, scored from sample 50: RMSE {rmse_1}"
     assert k_step in out
     residuals = mgu["residuals"]
     assert len(residuals["lags"]) == 26 and residuals["n_samples"] == 256 - 50
@@ -294,6 +299,7 @@ def test_schedule_and_score_options_reach_the_callbacks(tmp_path, monkeypatch):
 
     monkeypatch.setattr(keras_mgu.sysid, "identify", identify_with_spy)
     argv = ["identify", "--units", "4", "--restarts", "1", "--time-budget", "600"]
+    argv += ["--model-classes", "network", "linear+network"]  # the network's callbacks
     argv += ["--iterations", "8", "--steps-per-epoch", "2", "--learning-rate", "0.02"]
     argv += ["--decay-points", "0.5", "--decay-rate", "0.1", "--validation-every", "3"]
     argv += ["--score-weights", "val_rmse=0.8,loss=0.2", "--out", str(tmp_path)]
@@ -316,7 +322,7 @@ def test_schedule_and_score_options_reach_the_callbacks(tmp_path, monkeypatch):
 
 
 def test_runs_of_other_settings_into_one_folder_are_kept(tmp_path, capsys):
-    argv = ["identify", "--quick", "--iterations", "2", "--restarts", "1", "--out", str(tmp_path)]
+    argv = ["identify", *TINY, "--iterations", "2", "--restarts", "1", "--out", str(tmp_path)]
     assert main([*argv, "--units", "3"]) == 0
     assert main([*argv, "--units", "3", "2", "--learning-rate", "0.005"]) == 0
     runs = json.loads((tmp_path / "results.json").read_text())["runs"]
@@ -632,7 +638,10 @@ def write_csv(path, record, outputs: bool = True) -> str:
 def model_file(tmp_path_factory):
     """A tiny identified model (learned state) saved as a file, and the data it came from."""
     data = datasets.simulate_cascaded_tanks(n_samples=160, seed=0)
-    config = sysid.RecipeConfig(units=(4,), iterations=4, steps_per_epoch=2, validation_checks=2)
+    config = sysid.RecipeConfig(
+        units=(4,), iterations=4, steps_per_epoch=2, validation_checks=2,
+        model_classes=NETWORK_CLASSES,
+    )  # fmt: skip
     found = sysid.identify(data, config, restarts=1)
     return found.save(tmp_path_factory.mktemp("model") / "mgu.kmgu"), found, data
 
@@ -893,7 +902,8 @@ def encoder_file(tmp_path_factory):
     """A tiny encoder model (its encoder reads 20 samples) saved as a file, and its data."""
     data = datasets.simulate_cascaded_tanks(n_samples=160, seed=0)
     config = sysid.RecipeConfig(units=(4,), iterations=2, steps_per_epoch=2, validation_checks=2,
-                                initial_state="encoder", window=32)  # fmt: skip
+                                initial_state="encoder", window=32,
+                                model_classes=NETWORK_CLASSES)  # fmt: skip
     found = sysid.identify(data, config, restarts=1)
     assert found.config.initial_state == "encoder" and found.config.n_initial == 20
     return found.save(tmp_path_factory.mktemp("encoder") / "mgu.kmgu"), found, data

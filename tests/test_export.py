@@ -21,7 +21,7 @@ import pytest
 from keras_mgu import MGU
 from keras_mgu import export as mgu_export
 from keras_mgu.kernels import reference
-from tests.helpers import BACKEND, BACKEND_INDEPENDENT, to_numpy
+from tests.helpers import BACKEND, BACKEND_INDEPENDENT, NETWORK_CLASSES, to_numpy
 
 T, D, H = 12, 3, 6
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -277,10 +277,14 @@ def identified():
     from keras_mgu import datasets, sysid
 
     data = datasets.simulate_cascaded_tanks(n_samples=160, seed=0)
-    tiny = sysid.RecipeConfig(units=(4,), iterations=4, steps_per_epoch=2, validation_checks=2)
+    tiny = sysid.RecipeConfig(
+        units=(4,), iterations=4, steps_per_epoch=2, validation_checks=2,
+        model_classes=NETWORK_CLASSES,
+    )  # fmt: skip
     encoder = sysid.RecipeConfig(
         units=(4,), iterations=4, steps_per_epoch=2, validation_checks=2,
         initial_state="encoder", n_initial=5, window=40, batch_size=4,
+        model_classes=NETWORK_CLASSES,
     )  # fmt: skip
     found = {
         "learned": sysid.identify(data, tiny, restarts=2),

@@ -506,12 +506,13 @@ def _cell(args: argparse.Namespace, kind: str) -> str:
 
 
 def run_name(config: Any) -> str:
-    """The name of a model's outputs, from its resolved settings: ``mgu_h32_lr0.01``.
+    """The name of a model's outputs, from the settings asked for: ``mgu_h32_lr0.01``.
 
-    Cell, units (stacked layers joined by ``-``: ``gru_h32-16_lr0.003``) and
-    learning rate, the settings a grid over models varies.
+    Cell, units (stacked layers joined by ``-``: ``gru_h32-16_lr0.003``;
+    ``None``: the recipe's 32) and learning rate, the settings a grid over
+    models varies; the same name whichever class the recipe chooses.
     """
-    units = "-".join(str(n) for n in config.units)
+    units = "-".join(str(n) for n in config.units or RECIPE_UNITS)
     cell = config.cell.rpartition(":")[2].lower()  # a user's cell by its class name
     return f"{cell}_h{units}_lr{config.learning_rate:g}"
 
@@ -541,16 +542,27 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
         found, test.u, test.y, n_initial, args.steps_ahead, test.input_names, test.output_names,
         same_start=getattr(protocol, "same_initial_state", False),
     )  # fmt: skip
-    row = {"model": kind, "name": run_name(found.config)}
+    row = {"model": kind, "name": run_name(config)}
     row.update(results_row(found, evaluation, seconds, getattr(data, "protocol", None)))
     report.print_scores(kind, row, test, n_initial, getattr(data, "protocol", None))
     print(report.describe_selection(found))
     folder = os.path.join(args.out, row["name"])
-    stopper = found.runs[found.best].stopper
-    print(report.plot_results(kind, test, evaluation, stopper, folder), flush=True)
+    print(report.plot_results(kind, test, evaluation, training_history(found), folder), flush=True)
     row["model_file"] = save_model_file(found, kind, folder)
     print(f"model file: {row['model_file']}", flush=True)
     return row
+
+
+def training_history(found: Any) -> Any:
+    """What ``training.png`` draws for the chosen run: its early stopping, or its checks.
+
+    A lag-class run has no early-stopping callback; its validation checks
+    (``RunResult.validation_history``) are drawn per check instead.
+    """
+    run = found.runs[found.best]
+    if run.stopper is not None or not run.validation_history:
+        return run.stopper
+    return {"val_rmse": [float(score) for _, score in run.validation_history]}
 
 
 def save_model_file(found: Any, kind: str, out: str) -> str:

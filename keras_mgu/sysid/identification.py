@@ -222,7 +222,9 @@ class Identification:
         ``n`` measured samples (``n``: :meth:`resolve_n_initial`, at least the
         run's ``n_initial``), as a test record is, and scored after them: a
         horizon far longer than the windows a lag class or an encoder model
-        trains on, so that a drift or a slow instability shows.
+        trains on, so that a drift or a slow instability shows. A model with
+        a learned initial state starts the first experiment from it (where
+        it trained from), scored after the same ``n`` samples.
         """
         est, outer = data.estimation, self.path.outer
         n = max(self.resolve_n_initial(), self.config.n_initial or 1)
@@ -230,7 +232,8 @@ class Identification:
         for first, stop in est.experiments:
             if stop - first > n:
                 u, y = est.u[first:stop], est.y[first:stop]
-                y_sim = self.simulate(u, y[:n])
+                learned = first == 0 and self.config.initial_state == "learned"
+                y_sim = self.simulate(u, None if learned else y[:n])
                 errors.append(outer.transform_y(y_sim[n:]) - outer.transform_y(y[n:]))
         if not errors:
             return np.zeros((0, len(outer.y_mean)))

@@ -17,6 +17,7 @@ from keras_mgu import datasets, sysid
 folder = sys.argv[1]
 data = datasets.simulate_cascaded_tanks(n_samples=160, seed=0)
 tiny = {"units": (4,), "iterations": 4, "steps_per_epoch": 2, "validation_checks": 2}
+tiny["model_classes"] = ("network", "linear+network")  # the recurrent network's files
 configs = {
     "learned": sysid.RecipeConfig(**tiny),
     "encoder": sysid.RecipeConfig(

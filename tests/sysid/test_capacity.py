@@ -13,8 +13,15 @@ from keras_mgu.sysid.capacity import (
     choose_capacity,
     screening_configs,
 )
+from tests.helpers import NETWORK_CLASSES
 
-TINY = RecipeConfig(iterations=8, steps_per_epoch=2, validation_checks=4, capacity="search")
+TINY = RecipeConfig(
+    iterations=8,
+    steps_per_epoch=2,
+    validation_checks=4,
+    capacity="search",
+    model_classes=NETWORK_CLASSES,
+)
 
 
 @pytest.fixture(scope="module")

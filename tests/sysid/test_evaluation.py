@@ -7,8 +7,11 @@ import pytest
 
 from keras_mgu import datasets
 from keras_mgu.sysid import RecipeConfig, evaluate, fit_percent, identify, rmse
+from tests.helpers import NETWORK_CLASSES
 
-TINY = RecipeConfig(units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3)
+TINY = RecipeConfig(
+    units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3, model_classes=NETWORK_CLASSES
+)
 
 
 @pytest.fixture(scope="module")

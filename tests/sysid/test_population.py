@@ -18,8 +18,15 @@ from keras_mgu.sysid import (
     train_population,
     train_simulator,
 )
+from tests.helpers import NETWORK_CLASSES
 
-TINY = RecipeConfig(units=(5,), iterations=30, steps_per_epoch=10, validation_checks=3)
+TINY = RecipeConfig(
+    units=(5,),
+    iterations=30,
+    steps_per_epoch=10,
+    validation_checks=3,
+    model_classes=NETWORK_CLASSES,
+)
 ENCODER = dataclasses.replace(
     TINY, window=24, batch_size=3, initial_state="encoder", n_initial=4, units=(4, 3)
 )

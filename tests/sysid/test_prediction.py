@@ -10,8 +10,11 @@ from keras_mgu import datasets
 from keras_mgu.sysid import RecipeConfig, build_simulator, fit_initial_state, identify
 from keras_mgu.sysid.prediction import window_starts
 from keras_mgu.sysid.state import state_model
+from tests.helpers import NETWORK_CLASSES
 
-TINY = RecipeConfig(units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3)
+TINY = RecipeConfig(
+    units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3, model_classes=NETWORK_CLASSES
+)
 
 
 @pytest.fixture(scope="module", params=["learned", "encoder"])

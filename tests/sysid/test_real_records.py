@@ -8,8 +8,15 @@ import pytest
 
 from keras_mgu import datasets
 from keras_mgu.sysid import RecipeConfig, identify
+from tests.helpers import NETWORK_CLASSES
 
-TINY = RecipeConfig(units=(4,), iterations=20, steps_per_epoch=10, validation_checks=2)
+TINY = RecipeConfig(
+    units=(4,),
+    iterations=20,
+    steps_per_epoch=10,
+    validation_checks=2,
+    model_classes=NETWORK_CLASSES,
+)
 
 
 def _load(shared_data_dir, name):

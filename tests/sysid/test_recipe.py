@@ -10,8 +10,11 @@ from scipy.signal import lfilter
 from keras_mgu import datasets, sysid
 from keras_mgu.datasets import Record, SysIdData
 from keras_mgu.sysid import RecipeConfig, identify
+from tests.helpers import NETWORK_CLASSES
 
-TINY = RecipeConfig(units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3)
+TINY = RecipeConfig(
+    units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3, model_classes=NETWORK_CLASSES
+)
 
 
 @pytest.fixture(scope="module")

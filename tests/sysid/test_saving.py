@@ -20,8 +20,11 @@ import pytest
 from keras_mgu import datasets, sysid
 from keras_mgu.sysid import saving
 from keras_mgu.sysid.saving import ModelFileError
+from tests.helpers import NETWORK_CLASSES
 
-TINY = sysid.RecipeConfig(units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3)
+TINY = sysid.RecipeConfig(
+    units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3, model_classes=NETWORK_CLASSES
+)
 ENCODER = dataclasses.replace(TINY, initial_state="encoder", n_initial=5, window=40, batch_size=4)
 
 

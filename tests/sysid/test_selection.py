@@ -8,8 +8,11 @@ import pytest
 from keras_mgu import datasets
 from keras_mgu.sysid import RecipeConfig, greedy_ensemble, identify
 from keras_mgu.sysid.selection import select
+from tests.helpers import NETWORK_CLASSES
 
-TINY = RecipeConfig(units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3)
+TINY = RecipeConfig(
+    units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3, model_classes=NETWORK_CLASSES
+)
 
 
 def _rmse(error):

@@ -9,8 +9,11 @@ import pytest
 from keras_mgu import datasets
 from keras_mgu.sysid import RecipeConfig, build_simulator, fit_initial_state, identify
 from keras_mgu.sysid.state import encoder_history, state_model
+from tests.helpers import NETWORK_CLASSES
 
-TINY = RecipeConfig(units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3)
+TINY = RecipeConfig(
+    units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3, model_classes=NETWORK_CLASSES
+)
 
 
 def test_encoder_history_pads_short_histories_with_the_first_sample():

@@ -20,11 +20,13 @@ pytest.importorskip("keras_tuner")
 from keras_mgu import datasets  # noqa: E402
 from keras_mgu.sysid import RecipeConfig, check_space, recipe, saving, tune, tuning  # noqa: E402
 from keras_mgu.sysid.tuning_workers import worker_compile_cache, worker_threads  # noqa: E402
-from tests.helpers import BACKEND_INDEPENDENT, SERIAL  # noqa: E402
+from tests.helpers import BACKEND_INDEPENDENT, NETWORK_CLASSES, SERIAL  # noqa: E402
 
 pytestmark = BACKEND_INDEPENDENT
 
-TINY = RecipeConfig(units=(4,), iterations=10, steps_per_epoch=5, validation_checks=2)
+TINY = RecipeConfig(
+    units=(4,), iterations=10, steps_per_epoch=5, validation_checks=2, model_classes=NETWORK_CLASSES
+)
 
 
 @pytest.fixture(scope="module")
