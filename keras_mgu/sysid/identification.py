@@ -222,9 +222,7 @@ class Identification:
         ``n`` measured samples (``n``: :meth:`resolve_n_initial`, at least the
         run's ``n_initial``), as a test record is, and scored after them: a
         horizon far longer than the windows a lag class or an encoder model
-        trains on, so that a drift or a slow instability shows. A model with
-        a learned initial state starts the first experiment from it (where
-        it trained from), scored after the same ``n`` samples.
+        trains on, so that a drift or a slow instability shows.
         """
         est, outer = data.estimation, self.path.outer
         n = max(self.resolve_n_initial(), self.config.n_initial or 1)
@@ -232,8 +230,7 @@ class Identification:
         for first, stop in est.experiments:
             if stop - first > n:
                 u, y = est.u[first:stop], est.y[first:stop]
-                learned = first == 0 and self.config.initial_state == "learned"
-                y_sim = self.simulate(u, None if learned else y[:n])
+                y_sim = self.simulate(u, y[:n])
                 errors.append(outer.transform_y(y_sim[n:]) - outer.transform_y(y[n:]))
         if not errors:
             return np.zeros((0, len(outer.y_mean)))
@@ -242,14 +239,29 @@ class Identification:
     def choice_error(self, data: Any) -> np.ndarray:
         """The error :func:`~keras_mgu.sysid.identify` chooses by, flattened.
 
-        The validation error (:meth:`validation_error`) and the horizon error
-        (:meth:`horizon_error`), each scaled so that the squared RMSE of the
-        result is the mean of their two mean squares: the validation record
+        The validation record simulated from its first measured samples
+        (:meth:`test_like_error`) and the horizon error (:meth:`horizon_error`),
+        each scaled so that the squared RMSE of the result is the mean of
+        their two mean squares: the validation record
         alone can rank runs unlike a test record (a run that validates well
         over a short record and drifts over a long one), the estimation
         record alone rewards fitting it.
         """
-        return equal_weights(self.validation_error(data), self.horizon_error(data))
+        return equal_weights(self.test_like_error(data.validation), self.horizon_error(data))
+
+    def test_like_error(self, record: Any) -> np.ndarray:
+        """``record`` simulated from its first ``n`` measured samples, as a test is scored.
+
+        ``(N - n, n_outputs)``, standardised; ``n`` as :meth:`horizon_error`'s.
+        Every class is scored alike here, whatever protocol its training
+        validated with (a learned-state network continues the estimation
+        record, a lag class starts from the validation record's own lags).
+        """
+        outer = self.path.outer
+        n = max(self.resolve_n_initial(), self.config.n_initial or 1)
+        n = min(n, record.n_samples - 1)
+        y_sim = self.simulate(record.u, record.y[:n])
+        return outer.transform_y(y_sim[n:]) - outer.transform_y(record.y[n:])
 
     def validation_rmse(self, data: Any) -> float:
         """RMSE of ``data.validation`` in standardised output units, as training scored it.

@@ -277,8 +277,9 @@ def class_table(
 ) -> list[dict]:
     """Per class tried: its runs' best and median choice RMSE (standardised).
 
-    Each row also gives its best run's ``validation`` and ``horizon`` RMSE
-    (:class:`RunResult`). ``arx``, the least-squares ARX model the lag classes
+    Each row also gives its best run's two halves of it: ``validation`` (the
+    validation record simulated from its first measured samples) and
+    ``horizon`` (:class:`RunResult`). ``arx``, the least-squares ARX model the lag classes
     start from, scored as a run, is the first row (``runs`` 0).
     """
     table = []
@@ -296,9 +297,15 @@ def _class_row(name: str, runs: list[RunResult], count: int) -> dict:
     best = runs[int(np.argmin(scores))]
     return {
         "class": name, "runs": count, "best": float(np.min(scores)),
-        "median": float(np.median(scores)), "validation": float(best.validation_rmse),
+        "median": float(np.median(scores)), "validation": _test_like_rmse(best),
         "horizon": float(best.horizon_rmse),
     }  # fmt: skip
+
+
+def _test_like_rmse(run: RunResult) -> float:
+    """The validation half of ``run``'s choice RMSE (from its first measured samples)."""
+    squared = 2 * run.choice_rmse**2 - run.horizon_rmse**2
+    return float(np.sqrt(max(squared, 0.0))) if np.isfinite(squared) else float("inf")
 
 
 def describe_class_table(table: list[dict], chosen: str) -> str:
@@ -432,9 +439,10 @@ class _Trainer:
         run = dataclasses.replace(run, structure=option.name, path=option.path)
         single = Identification([run], 0, self.data.n_initial, self.first)
         error, horizon = single.validation_error(self.data), single.horizon_error(self.data)
+        test_like = single.test_like_error(self.data.validation)
         run = dataclasses.replace(
             run, validation_error=error, validation_rmse=error_rmse(error),
-            horizon_rmse=error_rmse(horizon), choice_error=equal_weights(error, horizon),
+            horizon_rmse=error_rmse(horizon), choice_error=equal_weights(test_like, horizon),
         )  # fmt: skip
         if kind == "reference":
             return run
@@ -445,7 +453,7 @@ class _Trainer:
             print(
                 f"{label} ({option.name}, seed {run.seed}, learning rate "
                 f"{run.config.learning_rate:g}): choice RMSE {run.choice_rmse:.4f} "
-                f"(validation {run.validation_rmse:.4f}, horizon {run.horizon_rmse:.4f}; "
+                f"(validation {_test_like_rmse(run):.4f}, horizon {run.horizon_rmse:.4f}; "
                 f"standardised), best at iteration {run.best_iteration}, {run.seconds:.0f} s",
                 flush=True,
             )

@@ -181,7 +181,10 @@ def test_runs_are_chosen_on_validation_and_the_horizon_equally(found_and_plant):
         alone = found.run_alone(k)
         horizon = alone.horizon_error(data)
         assert horizon.shape == (data.estimation.n_samples - n, 1)
-        expected = np.sqrt((run.validation_rmse**2 + sysid.rmse(horizon, 0 * horizon) ** 2) / 2)
+        test_like = alone.test_like_error(data.validation)
+        assert test_like.shape == (data.validation.n_samples - n, 1)
+        squares = [sysid.rmse(e, 0 * e) ** 2 for e in (test_like, horizon)]
+        expected = np.sqrt(sum(squares) / 2)
         np.testing.assert_allclose(run.choice_rmse, expected, rtol=1e-6)
     chosen = found.runs[found.best].structure
     pool = [k for k, run in enumerate(found.runs) if run.structure == chosen]
