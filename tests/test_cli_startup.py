@@ -270,3 +270,32 @@ def test_torch_gets_a_passive_openmp_wait_policy_unless_set(monkeypatch, backend
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     backends.prepare_environment(backend)
     assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+BROKEN_KERAS_TUNER = """
+import importlib.abc, importlib.machinery, sys
+
+class Broken(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path, target=None):
+        if name == "keras_tuner":
+            return importlib.machinery.ModuleSpec(name, self)
+    def create_module(self, spec):
+        return None
+    def exec_module(self, module):
+        raise ImportError("cannot import name 'Tuner' from partially initialized module")
+
+sys.meta_path.insert(0, Broken())
+"""
+
+
+def test_tune_with_a_broken_keras_tuner_is_one_line_naming_the_problem_and_the_extra():
+    """KerasTuner found but failing to import: status 2, one line, no traceback."""
+    loaded, status, err = probe("tune", "--quick", prelude=BROKEN_KERAS_TUNER)
+    assert status == 2, err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert last == (
+        "keras-mgu tune: error: KerasTuner is installed but cannot be imported (ImportError: "
+        "cannot import name 'Tuner' from partially initialized module); reinstall it with: "
+        'pip install "keras-mgu[tune]"'
+    )
+    assert "Traceback" not in err

@@ -85,9 +85,28 @@ def check_keras_tuner() -> None:
         raise MissingExtra(f"KerasTuner is not installed; install it with: {INSTALL_TUNE}")
 
 
+def import_keras_tuner() -> None:
+    """Import KerasTuner; :class:`MissingExtra` (one line, status 2) where it is broken.
+
+    ``check_keras_tuner`` finds the package without importing it; an install
+    that is there but does not import (a partial or incompatible one) fails
+    only here, once the backend has loaded.
+    """
+    try:
+        import keras_tuner  # noqa: F401
+    except Exception as err:  # any failure inside the package's own import
+        problem = f"{type(err).__name__}: {err}".splitlines()[0]
+        raise MissingExtra(
+            f"KerasTuner is installed but cannot be imported ({problem}); reinstall it with: "
+            f"{INSTALL_TUNE}"
+        ) from None
+
+
 def run_command(args: argparse.Namespace) -> int:
     """Run the sweep, print and write its table; exit status 0."""
     from keras_mgu import plotting, sysid
+
+    import_keras_tuner()
 
     data = _identify.load_data(args)
     n_initial = _identify.benchmark_n_initial(args, data)

@@ -60,10 +60,12 @@ from keras_mgu.datasets.loaders import load_csv_records, load_record
 from keras_mgu.datasets.plants import (
     BoucWenParameters,
     DuffingParameters,
+    PendulumParameters,
     TwoMassParameters,
     WienerHammersteinParameters,
     simulate_bouc_wen,
     simulate_duffing,
+    simulate_pendulum,
     simulate_two_mass_drive,
     simulate_wiener_hammerstein,
 )
@@ -88,6 +90,7 @@ __all__ = [
     "BoucWenParameters",
     "DuffingParameters",
     "Normalizer",
+    "PendulumParameters",
     "Protocol",
     "Record",
     "SysIdData",
@@ -108,6 +111,7 @@ __all__ = [
     "simulate_bouc_wen",
     "simulate_cascaded_tanks",
     "simulate_duffing",
+    "simulate_pendulum",
     "simulate_tank_levels",
     "simulate_two_mass_drive",
     "simulate_wiener_hammerstein",

@@ -258,7 +258,7 @@ def model_classes(data: SysIdData, config: RecipeConfig) -> tuple[list[Structure
             "`model_classes` asks for 'linear+network' alone, but the linear model does "
             "not explain the validation record; add 'network' or a lag class."
         )
-    return options + lag, table
+    return lag + options, table  # the order runs are trained in, so "run k" is runs[k - 1]
 
 
 def selection_pool(runs: list[RunResult], winner: str) -> list[int]:

@@ -15,17 +15,18 @@ from keras_mgu.datasets import (
     ZOO,
     BoucWenParameters,
     DuffingParameters,
+    PendulumParameters,
     TwoMassParameters,
     WienerHammersteinParameters,
     ZooPlant,
     simulate_bouc_wen,
     simulate_duffing,
+    simulate_pendulum,
     simulate_tank_levels,
     simulate_two_mass_drive,
     simulate_wiener_hammerstein,
     zoo_plant,
 )
-from keras_mgu.datasets.plants import PendulumParameters, simulate_pendulum
 from tests.helpers import BACKEND_INDEPENDENT
 
 pytestmark = BACKEND_INDEPENDENT

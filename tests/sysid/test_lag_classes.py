@@ -1,6 +1,8 @@
 """The lag classes in the recipe: settings from the record, the choice beside the ARX model,
 saving, the k-step prediction's order and the standalone simulator."""
 
+import dataclasses
+
 import keras
 import numpy as np
 import pytest
@@ -209,3 +211,17 @@ def test_the_report_says_why_the_network_on_the_residual_was_not_tried():
     table = [{"na": 2, "validation_rmse": 0.8, "baseline_rmse": 1.0}]
     assert "80% of the constant predictor's RMSE, more than the 70%" in _why_no_prior(table, False)
     assert "several experiments" in _why_no_prior(table, True)
+
+
+def test_an_ensemble_predicts_with_every_member(found_and_plant):
+    found, plant = found_and_plant
+    test = plant.data.test
+    pair = [k for k, run in enumerate(found.runs) if run.structure == found.runs[0].structure][:2]
+    if len(pair) < 2:
+        pair = [0, 1]
+    ensemble = dataclasses.replace(found, best=pair[0], members=(pair[0], pair[0], pair[1]))
+    for k in (1, 10):
+        alone = [found.run_alone(j).predict(test.u, test.y, steps_ahead=k) for j in pair]
+        got = ensemble.predict(test.u, test.y, steps_ahead=k)
+        np.testing.assert_allclose(got, (2 * alone[0] + alone[1]) / 3, rtol=1e-6, atol=1e-9)
+        assert not np.allclose(got, alone[0])  # the second member counts
