@@ -38,6 +38,7 @@ def test_system_identification_compare_on_simulated_tanks(tmp_path, capsys):
     # The example is a thin wrapper over `keras-mgu identify` (keras_mgu.cli).
     example = load_example("system_identification")
     argv = ["--quick", "--iterations", "4", "--compare", "--units", "4", "--out", str(tmp_path)]
+    argv += ["--model-classes", "network", "linear+network"]  # the cells compared where they differ
     assert example.main(argv) == 0
     out = capsys.readouterr().out
     rmse = reported_rmse(out)
@@ -97,6 +98,7 @@ def test_system_identification_on_own_csv_records(tmp_path, capsys):
     write_csv(tmp_path / "test.csv", u[200:], y[200:])
     example = load_example("system_identification")
     argv = ["--quick", "--iterations", "4", "--units", "4", "3", "--out", str(tmp_path / "out")]
+    argv += ["--model-classes", "network", "linear+network"]
     argv += ["--train-csv", str(tmp_path / "train.csv"), "--test-csv", str(tmp_path / "test.csv")]
     argv += ["--inputs", "u", "--outputs", "y"]
     assert example.main(argv) == 0
@@ -119,6 +121,9 @@ def test_system_identification_on_the_real_benchmark(tmp_path, capsys, shared_da
         "4",
         "--restarts",
         "2",
+        "--model-classes",
+        "network",
+        "linear+network",
         "--out",
         str(tmp_path),
     ]

@@ -205,7 +205,8 @@ from keras_mgu import datasets, sysid
 
 assert keras.backend.backend() == "jax", keras.backend.backend()
 data = datasets.simulate_cascaded_tanks(n_samples=128, seed=0)
-config = sysid.RecipeConfig(units=(3,), iterations=2, steps_per_epoch=2, validation_checks=1)
+config = sysid.RecipeConfig(units=(3,), iterations=2, steps_per_epoch=2, validation_checks=1,
+                            model_classes=("network",))
 found = sysid.identify(data, config, restarts=1)
 print("test RMSE", found.score(data.test))
 print("tensorflow loaded:", "tensorflow" in sys.modules)

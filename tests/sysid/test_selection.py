@@ -85,9 +85,15 @@ def test_identify_averages_the_runs_chosen_on_validation(tanks):
         [r.validation_rmse for r in best.runs], rel=1e-5
     )
     assert found.members and found.members[0] == best.best == found.best
-    assert found.validation_rmse(tanks) <= best.validation_rmse(tanks) * (1 + 1e-6)
-    errors = [found.run_alone(k).validation_error(tanks) for k in range(len(found.runs))]
+    # Chosen on the choice error (validation and horizon, each from measured samples).
+    errors = [found.run_alone(k).choice_error(tanks) for k in range(len(found.runs))]
     assert found.members == greedy_ensemble(errors)
+    for run, error in zip(found.runs, errors, strict=True):
+        np.testing.assert_allclose(run.choice_error, error, rtol=1e-5, atol=1e-7)
+    chosen = dataclasses.replace(found, members=found.members)
+    average = np.mean([errors[k] for k in found.members], axis=0)
+    np.testing.assert_allclose(chosen.choice_error(tanks), average, rtol=1e-4, atol=1e-6)
+    assert np.sqrt(np.mean(average**2)) <= found.runs[found.best].choice_rmse * (1 + 1e-6)
     # Its simulation is the weighted average of its runs' simulations, in physical units.
     u = tanks.test.u
     sims = [found.run_alone(k).simulate(u) for k in found.members]
