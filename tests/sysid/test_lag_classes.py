@@ -19,6 +19,7 @@ from keras_mgu.sysid.lag_classes import (
     window_for_modes,
 )
 from keras_mgu.sysid.recipe import describe_class_table, linear_not_beaten
+from keras_mgu.sysid.signals import SignalPath
 from keras_mgu.sysid.standalone import standalone_simulator
 from keras_mgu.sysid.window_training import measured_windows
 
@@ -216,12 +217,14 @@ def test_the_report_says_why_the_network_on_the_residual_was_not_tried():
 def test_an_ensemble_predicts_with_every_member(found_and_plant):
     found, plant = found_and_plant
     test = plant.data.test
-    pair = [k for k, run in enumerate(found.runs) if run.structure == found.runs[0].structure][:2]
-    if len(pair) < 2:
-        pair = [0, 1]
-    ensemble = dataclasses.replace(found, best=pair[0], members=(pair[0], pair[0], pair[1]))
+    # A second member that surely differs: the first run read through shifted output statistics.
+    first = found.runs[0]
+    config = first.path.outer.get_config()
+    config["y_mean"] = [m + 0.1 for m in config["y_mean"]]
+    shifted = dataclasses.replace(first, path=SignalPath(datasets.Normalizer(**config)))
+    pair = dataclasses.replace(found, runs=[first, shifted], best=0, members=(0, 0, 1))
     for k in (1, 10):
-        alone = [found.run_alone(j).predict(test.u, test.y, steps_ahead=k) for j in pair]
-        got = ensemble.predict(test.u, test.y, steps_ahead=k)
+        alone = [pair.run_alone(j).predict(test.u, test.y, steps_ahead=k) for j in (0, 1)]
+        assert not np.allclose(alone[0], alone[1])
+        got = pair.predict(test.u, test.y, steps_ahead=k)
         np.testing.assert_allclose(got, (2 * alone[0] + alone[1]) / 3, rtol=1e-6, atol=1e-9)
-        assert not np.allclose(got, alone[0])  # the second member counts

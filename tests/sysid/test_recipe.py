@@ -187,10 +187,10 @@ def test_both_structures_are_tried_and_the_better_one_gets_the_restarts(tanks):
     first, second = found.runs[:2]
     assert (first.structure, second.structure) == ("network", "linear+network")
     assert first.seed == second.seed == 7
-    winner = min(found.runs[:2], key=lambda run: run.validation_rmse).structure
+    winner = min(found.runs[:2], key=lambda run: run.choice_rmse).structure
     assert [r.structure for r in found.runs[2:]] == [winner, winner]
     assert [r.seed for r in found.runs[2:]] == [1007, 2007]
-    assert found.best == int(np.argmin([r.validation_rmse for r in found.runs]))
+    assert found.best == int(np.argmin([r.choice_rmse for r in found.runs]))
     assert found.runs[1].path.linear is not None and found.runs[0].path.linear is None
     # Validation RMSEs are in standardised units of the estimation record: the best run's
     # alone, and the kept average's (the default selection).
