@@ -224,16 +224,14 @@ class Identification:
         horizon far longer than the windows a lag class or an encoder model
         trains on, so that a drift or a slow instability shows.
         """
-        est, outer = data.estimation, self.path.outer
-        n = max(self.resolve_n_initial(), self.config.n_initial or 1)
-        errors = []
-        for first, stop in est.experiments:
-            if stop - first > n:
-                u, y = est.u[first:stop], est.y[first:stop]
-                y_sim = self.simulate(u, y[:n])
-                errors.append(outer.transform_y(y_sim[n:]) - outer.transform_y(y[n:]))
+        est, n = data.estimation, self._measured_n()
+        errors = [
+            self.test_like_error(est.slice(first, stop))
+            for first, stop in est.experiments
+            if stop - first > n
+        ]
         if not errors:
-            return np.zeros((0, len(outer.y_mean)))
+            return np.zeros((0, len(self.path.outer.y_mean)))
         return np.concatenate(errors)
 
     def choice_error(self, data: Any) -> np.ndarray:
@@ -258,10 +256,13 @@ class Identification:
         record, a lag class starts from the validation record's own lags).
         """
         outer = self.path.outer
-        n = max(self.resolve_n_initial(), self.config.n_initial or 1)
-        n = min(n, record.n_samples - 1)
+        n = min(self._measured_n(), record.n_samples - 1)
         y_sim = self.simulate(record.u, record.y[:n])
         return outer.transform_y(y_sim[n:]) - outer.transform_y(record.y[n:])
+
+    def _measured_n(self) -> int:
+        """Measured samples that start the choice's simulations (the protocol's, or more)."""
+        return max(self.resolve_n_initial(), self.config.n_initial or 1)
 
     def validation_rmse(self, data: Any) -> float:
         """RMSE of ``data.validation`` in standardised output units, as training scored it.

@@ -21,8 +21,9 @@ The settings follow from the record and the ARX model fitted first:
   per window step of the first 2,000 (times ``effort``): 5,000 and 1,000 by
   default; none for the linear class. Adam at
   :data:`LEARNING_RATE`, no weight decay; 32 windows a batch.
-* **range**: NARX and the loop fade to the ARX model they start from outside
-  the estimation record's range of their regressors
+* **range**: NARX and the loop fade to the ARX model of the order chosen on
+  validation (the ``anchor``) outside the estimation record's range of their
+  regressors
   (:class:`~keras_mgu.sysid.loop_cell.ArxLoopCell`'s ``bounds``); the linear
   class (:mod:`~keras_mgu.sysid.output_error`) extrapolates as a linear model.
 

@@ -81,7 +81,7 @@ def build_linear_loop(
         units: The cell's units.
         seed: Seeds the initialisation.
         bounds: The regressors' estimation range, outside which the model
-            fades to ``linear`` (:class:`~keras_mgu.sysid.loop_cell.ArxLoopCell`);
+            fades to ``anchor`` (:class:`~keras_mgu.sysid.loop_cell.ArxLoopCell`);
             ``None``: none.
         anchor: The ARX model it fades to there (orders at most
             ``linear``'s); default ``linear``.

@@ -27,7 +27,7 @@ it learned::
 
 with the branch reading ``clip(r_t, lo, hi)``: inside the range the model is
 the one trained; a regressor ``fade`` of its range outside it, and beyond, it
-is the least-squares ARX model (stable, and the field's linear baseline).
+is the anchor (in the recipe: a stable ARX model, the field's linear baseline).
 
 ``W``, ``c`` start at the least-squares ARX solution
 (:class:`~keras_mgu.sysid.linear.LinearModel`, :func:`arx_kernel`), so a
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 #: How far outside its estimation range (a share of the range) a regressor
-#: takes the model all the way back to the linear model it started from.
+#: takes the model all the way back to its anchor (a linear model).
 FADE = 0.25
 
 
@@ -179,8 +179,8 @@ class ArxLoopCell(FusedCell):
             branch but a linear term, a purely linear model).
         bounds: ``None`` (default), or ``(lower, upper)``, each ``(nz +
             n_inputs,)``: the estimation range of every regressor
-            (:func:`regressor_bounds`); outside it the model fades to the
-            starting ARX model (module docstring).
+            (:func:`regressor_bounds`); outside it the model fades to
+            ``anchor`` (module docstring).
         fade: The share of a regressor's range outside it at which the
             model is the anchor alone.
         anchor: ``(kernel, bias)`` of the linear model faded to outside
@@ -324,7 +324,7 @@ class ArxLoopCell(FusedCell):
         return y, [self._shift(z, y, projected), *new_h]
 
     def _faded(self, r: Any, inside: Any, y: Any) -> Any:
-        """``y`` faded toward the starting ARX model as ``r`` leaves its bounds."""
+        """``y`` faded toward the anchor as ``r`` leaves its bounds."""
         out = ops.max(ops.abs(r - inside) / (self.upper - self.lower), axis=-1, keepdims=True)
         share = ops.clip(1.0 - out / self.fade, 0.0, 1.0)
         anchor = ops.matmul(r, self.anchor_kernel) + self.anchor_bias

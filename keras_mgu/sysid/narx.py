@@ -44,7 +44,7 @@ def build_narx(
         hidden: The network's ``tanh`` hidden layer sizes.
         seed: Seeds the network's initialisation.
         bounds: The regressors' estimation range, outside which the model
-            fades to ``linear`` (:class:`~keras_mgu.sysid.loop_cell.ArxLoopCell`);
+            fades to ``anchor`` (:class:`~keras_mgu.sysid.loop_cell.ArxLoopCell`);
             ``None``: none.
         anchor: The ARX model it fades to there (orders at most
             ``linear``'s); default ``linear``.
