@@ -14,7 +14,7 @@ Agg canvas directly, so the global matplotlib backend is left untouched.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from numbers import Integral
 from typing import Any
 
@@ -269,16 +269,23 @@ def _trials_figure(table: list[Mapping[str, Any]]):
 def plot_simulation(
     time: Any, y: Any, y_sim: Any, path: str | os.PathLike, output_names: tuple[str, ...] = (),
     title: str = "", label: str = "simulation", scored_from: int = 0, residual: bool = False,
+    band: tuple[Any, Any] | None = None, others: Sequence[tuple[str, Any]] = (),
 ) -> str:  # fmt: skip
     """Measured and simulated outputs, one panel per output, saved as a PNG at ``path``.
 
     Each panel is titled by its output's name (``y0``, ``y1``, ... when not
     given) with the RMSE and fit % of that output from sample
     ``scored_from`` on. With ``residual`` the panels show ``y - y_sim``
-    instead. ``label`` names the simulated curve. Written atomically; returns ``path``.
+    instead. ``label`` names the simulated curve; ``band`` ``(lower,
+    upper)``, each shaped as ``y``, is shaded around it (around zero for the
+    residual: ``y_sim - lower``, ``y_sim - upper``); ``others`` are further
+    ``(label, simulation)`` curves drawn beside it (a reference model).
+    Written atomically; returns ``path``.
     """
     path = _png_path(path)
-    fig = simulation_figure(time, y, y_sim, output_names, title, label, scored_from, residual)
+    fig = simulation_figure(
+        time, y, y_sim, output_names, title, label, scored_from, residual, band, others
+    )
     write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
     return path
 
@@ -286,6 +293,7 @@ def plot_simulation(
 def simulation_figure(
     time: Any, y: Any, y_sim: Any, output_names: tuple[str, ...] = (), title: str = "",
     label: str = "simulation", scored_from: int = 0, residual: bool = False,
+    band: tuple[Any, Any] | None = None, others: Sequence[tuple[str, Any]] = (),
 ) -> Any:  # fmt: skip
     """The figure of :func:`plot_simulation` (one axes per output, in their order)."""
     from keras_mgu.sysid.scoring import fit_percent, rmse
@@ -301,12 +309,20 @@ def simulation_figure(
     axes = np.atleast_1d(fig.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0])
     n = int(scored_from)
     for i, (ax, name) in enumerate(zip(axes, names, strict=True)):
+        centre = np.zeros_like(y_sim[:, i]) if residual else y_sim[:, i]
+        if band is not None:
+            lower, upper = (np.asarray(b, dtype=np.float64).reshape(y.shape)[:, i] for b in band)
+            ax.fill_between(t, centre + lower - y_sim[:, i], centre + upper - y_sim[:, i],
+                            color="tab:orange", alpha=0.25, lw=0, label="band")  # fmt: skip
         if residual:
             ax.plot(t, y[:, i] - y_sim[:, i], color="tab:red", lw=1)
             ax.axhline(0.0, color="k", lw=0.5)
         else:
             ax.plot(t, y[:, i], label="measured", lw=1.2)
             ax.plot(t, y_sim[:, i], label=label, lw=1.2)
+            for other_label, other in others:
+                other = np.asarray(other, dtype=np.float64).reshape(y.shape)
+                ax.plot(t, other[:, i], label=other_label, lw=0.9, ls="--")
             ax.legend(loc="best", fontsize="small")
         score = rmse(y[n:, i], y_sim[n:, i])
         fit = fit_percent(y[n:, i : i + 1], y_sim[n:, i : i + 1])[0]

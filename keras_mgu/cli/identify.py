@@ -542,12 +542,13 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
         found, test.u, test.y, n_initial, args.steps_ahead, test.input_names, test.output_names,
         same_start=getattr(protocol, "same_initial_state", False),
     )  # fmt: skip
-    row = {"model": kind, "name": run_name(config)}
+    label = report.model_label(found)
+    row = {"model": kind, "name": run_name(config), "label": label}
     row.update(results_row(found, evaluation, seconds, getattr(data, "protocol", None)))
-    report.print_scores(kind, row, test, n_initial, getattr(data, "protocol", None))
+    report.print_scores(label, row, test, n_initial, getattr(data, "protocol", None))
     print(report.describe_selection(found))
     folder = os.path.join(args.out, row["name"])
-    print(report.plot_results(kind, test, evaluation, training_history(found), folder), flush=True)
+    print(report.plot_results(label, test, evaluation, training_history(found), folder), flush=True)
     row["model_file"] = save_model_file(found, kind, folder)
     print(f"model file: {row['model_file']}", flush=True)
     return row
@@ -583,7 +584,9 @@ def results_row(
     measured outputs (for ``n_initial = 0`` the same numbers as ``rmse``);
     ``prediction``: the k-step-ahead prediction scored from there;
     ``headline``: the score to quote and where its simulation starts,
-    ``outputs``: each output's scores by name (:class:`~keras_mgu.sysid.Evaluation`);
+    ``outputs``: each output's scores by name, ``band``: the band's level and
+    coverage, ``reference``: the ARX model's and the last-sample predictor's
+    RMSE (:class:`~keras_mgu.sysid.Evaluation`);
     with a protocol, the RMSEs also in its unit (``*_in_unit``).
     ``validation_rmse``: each run's validation RMSE (standardised units), what
     the runs are chosen on; ``stopping_scores``: each run's best early-stopping
@@ -616,6 +619,8 @@ def results_row(
         "residuals": scores["residuals"],
         "headline": scores["headline"],
         "outputs": scores["outputs"],
+        "band": scores["band"],
+        "reference": scores["reference"],
     }
     if protocol is not None:
         row["rmse_in_unit"] = row["rmse"] * protocol.scale

@@ -16,6 +16,7 @@ from keras_mgu.cli.errors import UsageError
 __all__ = [
     "fixed",
     "format_settings",
+    "model_label",
     "plot_results",
     "describe_selection",
     "print_data",
@@ -98,9 +99,36 @@ def print_scores(kind: str, row: Mapping[str, Any], test: Any, n: int, protocol:
         if n > 0:
             line += f", {row['rmse_benchmark_in_unit']:.4g} (from sample {n})"
         print(line)
+    for line in (_band_line(kind, row.get("band")), _reference_line(row.get("reference"), n)):
+        if line:
+            print(line)
     print_outputs(row, n)
     print(_spread(test))
     print(f"{kind} residuals {_residual_source(n)}: {row['residuals']['summary']}")
+
+
+def _band_line(kind: str, band: Mapping[str, Any] | None) -> str | None:
+    """The band's level and the share of the test samples inside it."""
+    if band is None:
+        return None
+    cover = band["coverage"]
+    steps = ", ".join(f"{cover[k]:.3f} ({k}-step)" for k in cover if k != "simulation")
+    return (
+        f"{kind} test, band {band['level']:g} (calibrated on validation): share of the samples "
+        f"inside it {cover['simulation']:.3f} (simulation), {steps}"
+    )
+
+
+def _reference_line(reference: Mapping[str, Any] | None, n: int) -> str | None:
+    """The ARX reference's and the last-sample predictor's test RMSE."""
+    if reference is None:
+        return None
+    line = f"reference on the test, from sample {n}: "
+    arx = reference.get("arx")
+    if arx is not None:
+        line += (f"ARX simulation RMSE {fixed(arx['simulation'])}, ARX one-step RMSE "
+                 f"{fixed(arx['one_step'])}; ")  # fmt: skip
+    return line + f"last-sample predictor RMSE {fixed(reference['last_sample'])}"
 
 
 def print_outputs(row: Mapping[str, Any], n: int) -> None:
@@ -131,6 +159,16 @@ def _residual_source(n: int) -> str:
     return f"of the simulation from sample {n}" if n > 0 else "of the free run"
 
 
+def model_label(found: Any) -> str:
+    """The model made, by its class and cell: ``"narx (MLP 64-64)"``, ``"network (MGU 32)"``."""
+    run = found.runs[found.best]
+    units = "-".join(str(n) for n in run.config.units or ())
+    if not units:  # the linear class: the ARX model alone
+        return f"{run.structure} (ARX)"
+    cell = run.config.cell.rpartition(":")[2].upper()
+    return f"{run.structure} ({cell} {units})"
+
+
 def describe_selection(found: Any) -> str:
     """Which runs the model averages, in words (runs numbered from 1 in the order trained)."""
     from keras_mgu.sysid.selection import describe_members
@@ -145,15 +183,24 @@ def describe_selection(found: Any) -> str:
 SERIES_PLOTS = ("simulation", "residual")
 
 
-def _plot_test(kind: str, record: Any, head: Mapping[str, Any], name: str, out: str) -> str:
-    """``test_<name>.png``: the headline's simulation (or residual) of every output."""
+def _plot_test(kind: str, record: Any, evaluation: Any, name: str, out: str) -> str:
+    """``test_<name>.png``: the headline's simulation (or residual) of every output.
+
+    With its band shaded and, beside the simulation, the ARX reference's
+    simulation from the same measured outputs.
+    """
     from keras_mgu.plotting import plot_simulation
 
+    head = evaluation.headline
+    band = (head["lower"], head["upper"]) if "lower" in head else None
+    others = ()
+    if evaluation.reference_simulation is not None and head["scored_from"] > 0:
+        others = (("ARX reference", evaluation.reference_simulation),)
     return plot_simulation(
         record.time, record.y, head["simulation"], os.path.join(out, f"test_{name}.png"),
         tuple(record.output_names), title=f"{kind}: {name} on the test record",
         label=f"{kind}, simulated from {head['start']}", scored_from=head["scored_from"],
-        residual=name == "residual",
+        residual=name == "residual", band=band, others=() if name == "residual" else others,
     )  # fmt: skip
 
 
@@ -173,7 +220,7 @@ def plot_results(kind: str, record: Any, evaluation: Any, stopper: Any, out: str
     from keras_mgu import plotting
 
     os.makedirs(out, exist_ok=True)
-    paths = [_plot_test(kind, record, evaluation.headline, name, out) for name in SERIES_PLOTS]
+    paths = [_plot_test(kind, record, evaluation, name, out) for name in SERIES_PLOTS]
     title = f"{kind}: residual analysis {_residual_source(evaluation.n_initial)}"
     path = os.path.join(out, "residuals.png")
     paths.append(plotting.plot_residual_analysis(evaluation.residuals, path, title))
@@ -245,7 +292,8 @@ def print_summary(results: Mapping[str, Mapping[str, Any]], test: Any, n_initial
     print("\n" + header)
     print("|---" * (header.count("|") - 1) + "|")
     for kind, r in results.items():
-        line = f"| {kind} | {r['name']}/ | {r['params']} | {r['wall_seconds']:.0f} | "
+        label = r.get("label", kind)
+        line = f"| {label} | {r['name']}/ | {r['params']} | {r['wall_seconds']:.0f} | "
         line += f"{fixed(r['rmse'])} | {_fit(r['fit_percent'])[:-2]} |"
         if later:
             line += f" {fixed(r['rmse_benchmark'])} |"
@@ -257,5 +305,6 @@ def print_summary(results: Mapping[str, Mapping[str, Any]], test: Any, n_initial
     first, kind = next(iter(results.values())), next(iter(results))
     head = first["headline"]
     scored = f"from sample {head['scored_from']}" if head["scored_from"] else "all samples"
-    print(f"test RMSE below: the {kind}'s simulation from {head['start']}, {scored}")
+    label = first.get("label", kind)
+    print(f"test RMSE below: the {label}'s simulation from {head['start']}, {scored}")
     print(f"test RMSE: {fixed(head['rmse'])}")

@@ -13,15 +13,21 @@ one column per output and quantity, named after the output:
   <output>_sim          the free-run simulation from the inputs alone, from the
                         estimation record's start state (always)
   <output>_sim_from<N>  the simulation from the state the first N measured
-                        outputs set (its first N rows are those outputs); with
-                        --n-initial N >= 1, or with --steps-ahead
+                        outputs set (its first N rows are those outputs); when
+                        the file has the outputs (N: --n-initial, else the
+                        model's protocol n, else 50)
   <output>_pred<K>      the K-step-ahead prediction (its first N rows the
                         measured outputs); with --steps-ahead K
+and beside each column C its band, C_lo and C_hi (--band, 0.95 by default:
+the measured output is inside with about that probability, calibrated on the
+validation record; --band 0 for none).
 
 When the file also has the output columns (the model's output names, or
---outputs), prints the RMSE and fit % of each: the free run over all samples,
-the others from sample N on. Without them it says so, scores nothing and
-writes the free run alone.
+--outputs), prints the RMSE and fit % of each, the simulation from the first
+N measured outputs first (what a new experiment is judged by), then the free
+run over all samples and the prediction, and the share of the samples inside
+each band. Without them it says so, scores nothing and writes the free run
+alone.
 """
 
 from __future__ import annotations
@@ -63,6 +69,10 @@ examples:
 #: Suffixes of the columns' names: the free run, the simulation from ``N`` measured
 #: outputs and the ``K``-step prediction (``y_sim``, ``y_sim_from50``, ``y_pred10``).
 SIM_SUFFIX, FROM_SUFFIX, PRED_SUFFIX = "_sim", "_sim_from", "_pred"
+#: Suffixes of a trajectory column's band (``y_sim_from50_lo``, ``y_sim_from50_hi``).
+LOWER_SUFFIX, UPPER_SUFFIX = "_lo", "_hi"
+#: ``--band``'s default level.
+DEFAULT_LEVEL = 0.95
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,9 +105,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "measured outputs up to K samples before it, the state set from the N "
                         "before that (N: --n-initial, else the model's protocol n, else "
                         "50); needs the output columns")  # fmt: skip
+    parser.add_argument("--band", type=band_level, default=DEFAULT_LEVEL, metavar="LEVEL",
+                        help="level of the band written beside each trajectory (<column>_lo, "
+                        f"<column>_hi); default {DEFAULT_LEVEL:g}, 0 for none")  # fmt: skip
     parser.add_argument("--backend", choices=tuple(BACKENDS),
                         help="Keras backend (default: $KERAS_BACKEND, else Keras' "
                         "configured one)")  # fmt: skip
+
+
+def band_level(text: str) -> float:
+    """``--band``'s value: a level in ``[0, 1)`` (0: no band)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a level in [0, 1), such as 0.95; got {text!r}")
+    return value
 
 
 def check_arguments(args: argparse.Namespace) -> None:
@@ -220,31 +244,60 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         read_inputs(args)
     found = load_model(args.model)
     u, y, n, k = args.u, args.y, args.n, args.k
+    level = _level(found, getattr(args, "band", DEFAULT_LEVEL))
     print(f"model: {args.model} ({_describe(found)}); data: {len(u)} samples of {args.data}")
     names = found.output_names
     if y is None:
         print(f"not scored: {args.data!r} has no output column {list(names)} "
               "(give them, or --outputs, to score the simulation)")  # fmt: skip
-        _write(args.out, [f"{name}{SIM_SUFFIX}" for name in names], [found.simulate(u)])
+        free = found.simulate(u, band=level) if level else (found.simulate(u), None, None)
+        _write(args.out, *_banded([f"{name}{SIM_SUFFIX}" for name in names], *free))
         return {}
-    evaluation = sysid.evaluate(found, u, y, n, k)
+    evaluation = sysid.evaluate(found, u, y, n, k, band=level)
     _print_scores(evaluation, len(u))
-    _write(args.out, *_columns(evaluation, names))
+    _write(args.out, *_columns(evaluation, names, found, level))
     return evaluation.to_dict()
 
 
-def _columns(evaluation: Any, names: tuple[str, ...]) -> tuple[list[str], list[Any]]:
+def _level(found: Any, level: float) -> float | None:
+    """The band's level, or None (``--band 0``, or a model file saved without a band)."""
+    if not level:
+        return None
+    if found.band is None:
+        print("no band: the model file was saved without one (identify it again to get one)")
+        return None
+    return level
+
+
+def _banded(columns: list[str], y: Any, lower: Any, upper: Any) -> tuple[list[str], list[Any]]:
+    """``columns`` and ``y``, each column followed by its band's ``_lo``, ``_hi`` (if any)."""
+    import numpy as np
+
+    if lower is None:
+        return columns, [y]
+    names = [f"{c}{suffix}" for c in columns for suffix in ("", LOWER_SUFFIX, UPPER_SUFFIX)]
+    values = np.stack([y, lower, upper], axis=2).reshape(len(y), -1)
+    return names, [values]
+
+
+def _columns(
+    evaluation: Any, names: tuple[str, ...], found: Any, level: float | None
+) -> tuple[list[str], list[Any]]:
     """The CSV file's column names and arrays: free run, from ``n``, ``k`` steps ahead."""
-    columns = [f"{name}{SIM_SUFFIX}" for name in names]
-    values = [evaluation.simulation]
-    if evaluation.from_n is not None:
-        columns += [f"{name}{FROM_SUFFIX}{evaluation.n_initial}" for name in names]
-        values.append(evaluation.from_n["simulation"])
-    if evaluation.prediction is not None:
-        k = evaluation.prediction["steps_ahead"]
-        columns += [f"{name}{PRED_SUFFIX}{k}" for name in names]
-        values.append(evaluation.prediction["y_pred"])
-    return columns, values
+    free = (evaluation.simulation, None, None)
+    if level is not None:
+        free = found.band.around(evaluation.simulation, level)
+    parts = [_banded([f"{name}{SIM_SUFFIX}" for name in names], *free)]
+    for entry, suffix in ((evaluation.from_n, f"{FROM_SUFFIX}{evaluation.n_initial}"),
+                          (evaluation.prediction, None)):  # fmt: skip
+        if entry is None:
+            continue
+        if suffix is None:
+            suffix = f"{PRED_SUFFIX}{entry['steps_ahead']}"
+        y = entry.get("simulation", entry.get("y_pred"))
+        parts.append(_banded([f"{name}{suffix}" for name in names], y,
+                             entry.get("lower"), entry.get("upper")))  # fmt: skip
+    return [c for cols, _ in parts for c in cols], [v for _, vals in parts for v in vals]
 
 
 def _check_request(args: argparse.Namespace, found: Any, u: Any, y: Any) -> tuple[int, Any]:
@@ -257,9 +310,11 @@ def _check_request(args: argparse.Namespace, found: Any, u: Any, y: Any) -> tupl
                 f"{list(found.output_names)} (or give --outputs)"
             )
     given = n is not None
-    if k is not None:
+    if k is not None or (y is not None and n is None):
         n = found.resolve_n_initial(n)
-        if n == 0:
+        if not given and k is None:  # the default n: lead with the simulation from it if it fits
+            n = n if n < len(u) and _fits_encoder(found, n) else 0
+        if n == 0 and k is not None:
             raise UsageError("--steps-ahead needs --n-initial >= 1 (a prediction starts from "
                              "measured outputs)")  # fmt: skip
     n = 0 if n is None else n
@@ -269,19 +324,28 @@ def _check_request(args: argparse.Namespace, found: Any, u: Any, y: Any) -> tupl
     return n, k
 
 
+def _fits_encoder(found: Any, n: int) -> bool:
+    return found.initial_state != "encoder" or n >= (found.encoder_lag or 0)
+
+
 def _print_scores(evaluation: Any, n_samples: int) -> None:
     fit = lambda values: ", ".join(f"{v:.1f}" for v in values) + " %"  # noqa: E731
-    print(f"RMSE: {evaluation.rmse:.6g}, fit {fit(evaluation.fit_percent)} (all {n_samples} "
-          "samples, the free run from the estimation record's start state)")  # fmt: skip
     n = evaluation.n_initial
     if evaluation.from_n is not None:
         r = evaluation.from_n
         print(f"RMSE: {r['rmse']:.6g}, fit {fit(r['fit_percent'])} (from sample {n}, the state "
               f"set from the first {n} measured outputs)")  # fmt: skip
+    print(f"RMSE: {evaluation.rmse:.6g}, fit {fit(evaluation.fit_percent)} (all {n_samples} "
+          "samples, the free run from the estimation record's start state)")  # fmt: skip
     if evaluation.prediction is not None:
         r = evaluation.prediction
         print(f"RMSE: {r['rmse']:.6g}, fit {fit(r['fit_percent'])} ({r['steps_ahead']}-step-ahead "
               f"prediction, from sample {n})")  # fmt: skip
+    if evaluation.band is not None:
+        cover = evaluation.band["coverage"]
+        shares = ", ".join(f"{v:.3f} ({k if k == 'simulation' else k + '-step'})"
+                           for k, v in cover.items())  # fmt: skip
+        print(f"band {evaluation.band['level']:g}: share of the samples inside it {shares}")
     print(f"residuals: {evaluation.residuals.summary()}")
 
 

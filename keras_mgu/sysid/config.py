@@ -64,6 +64,9 @@ WEIGHT_DECAY = 0.1
 MODEL_CLASSES = ("network", "linear+network", "narx", "loop", "linear")
 #: The classes tried when the config leaves them open: every one.
 DEFAULT_MODEL_CLASSES = MODEL_CLASSES
+#: The classes whose network simulates from its own state (the others read measured lags):
+#: their k-step prediction adds a noise model (:mod:`~keras_mgu.sysid.noise_model`).
+NETWORK_CLASSES = ("network", "linear+network")
 
 
 def _positive_int(name: str, value: object, allow_none: bool = False) -> None:

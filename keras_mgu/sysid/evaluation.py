@@ -22,6 +22,15 @@ each under one name:
   outputs (``found.score(record, "benchmark")``), and by the free run only
   for ``n = 0``.
 * ``outputs``: the scores of each output, by its name.
+* ``band``: the level of the band (:mod:`~keras_mgu.sysid.band`) drawn
+  around ``from_n``'s simulation (its ``lower``, ``upper``) and the
+  prediction's, and the fraction of the measured samples inside it from
+  sample ``n`` on (``coverage``): of the simulation and of the 1- and
+  10-step predictions; none without a calibrated band or for ``n = 0``.
+* ``reference``: the figures the model is set beside, from sample ``n`` on:
+  the ARX reference model's simulation from the first ``n`` outputs and
+  one-step prediction (``Identification.arx``), and the last-sample
+  predictor ``y_pred[t] = y[t - 1]``; none for ``n = 0``.
 """
 
 from __future__ import annotations
@@ -31,10 +40,16 @@ from typing import Any
 
 import numpy as np
 
+from keras_mgu.sysid.band import check_level, coverage
 from keras_mgu.sysid.residuals import MAX_LAG, ResidualAnalysis, residual_analysis
 from keras_mgu.sysid.scoring import fit_percent, rmse
 
-__all__ = ["Evaluation", "evaluate"]
+__all__ = ["COVERAGE_HORIZONS", "DEFAULT_BAND", "Evaluation", "evaluate"]
+
+#: The level of the band :func:`evaluate` draws and measures by default.
+DEFAULT_BAND = 0.95
+#: The prediction horizons whose band coverage :func:`evaluate` measures.
+COVERAGE_HORIZONS = (1, 10)
 
 
 @dataclasses.dataclass
@@ -56,6 +71,12 @@ class Evaluation:
             ``n > 0``, ``rmse_from_n``, ``fit_percent_from_n`` of ``from_n``.
         same_start: Whether the experiment starts where the estimation record
             did (see :attr:`headline`).
+        band: ``{"level", "coverage": {"simulation", "1", "10"}}`` (see the
+            module), or None.
+        reference: ``{"arx": {"simulation", "one_step"} or None,
+            "last_sample"}`` RMSEs (see the module), or None.
+        reference_simulation: The ARX reference's simulation from the first
+            ``n`` outputs ``(N, n_outputs)``, or None.
     """
 
     n_initial: int
@@ -67,6 +88,9 @@ class Evaluation:
     residuals: ResidualAnalysis
     outputs: dict[str, dict[str, float]] = dataclasses.field(default_factory=dict)
     same_start: bool = False
+    band: dict[str, Any] | None = None
+    reference: dict[str, Any] | None = None
+    reference_simulation: np.ndarray | None = None
 
     @property
     def headline(self) -> dict[str, Any]:
@@ -94,6 +118,8 @@ class Evaluation:
             "residuals": self.residuals.to_dict(),
             "headline": _scores_only(self.headline),
             "outputs": self.outputs,
+            "band": self.band,
+            "reference": self.reference,
         }
 
 
@@ -126,7 +152,7 @@ def _by_output(
 def evaluate(
     found: Any, u: Any, y: Any, n_initial: int, steps_ahead: int | None = None,
     input_names: tuple[str, ...] = (), output_names: tuple[str, ...] = (),
-    same_start: bool = False,
+    same_start: bool = False, band: float | None = DEFAULT_BAND,
 ) -> Evaluation:  # fmt: skip
     """Simulate, predict and analyse ``found`` (an :class:`Identification`) on ``u``, ``y``.
 
@@ -140,13 +166,17 @@ def evaluate(
         same_start: Whether the experiment starts where the estimation record
             did (a benchmark's ``Protocol.same_initial_state``): then the free
             run is the :attr:`~Evaluation.headline`.
+        band: The level of the band drawn and measured (None: none); the
+            model's calibrated band is used (``found.band``), none if it has
+            none.
     """
     u, y = np.asarray(u, dtype=np.float64), np.asarray(y, dtype=np.float64)
     n = int(n_initial)
     if not 0 <= n < len(y):
         raise ValueError(f"`n_initial` must be in [0, N={len(y)}); received {n_initial!r}.")
+    level = None if band is None or getattr(found, "band", None) is None else check_level(band)
     free = found.simulate(u)
-    from_n = prediction = None
+    from_n = prediction = bands = reference = reference_simulation = None
     scored = free
     if n > 0:
         scored = found.simulate(u, y[:n])
@@ -154,6 +184,9 @@ def evaluate(
         if steps_ahead is not None:
             y_k = found.predict(u, y, steps_ahead=steps_ahead, n_initial=n)
             prediction = {"steps_ahead": int(steps_ahead), **_scores(y[n:], y_k[n:]), "y_pred": y_k}
+        if level is not None:
+            bands = _band(found, u, y, n, level, from_n, prediction)
+        reference, reference_simulation = _reference(found, u, y, n)
     lag = min(MAX_LAG, len(y) - n - 1)
     residuals = residual_analysis(
         (y - scored)[n:], u[n:], max_lag=max(lag, 1), output_names=output_names,
@@ -163,5 +196,45 @@ def evaluate(
     outputs = _by_output(y, free, from_n, n, output_names)
     return Evaluation(
         n, free, whole["rmse"], whole["fit_percent"], from_n, prediction, residuals, outputs,
-        bool(same_start),
+        bool(same_start), bands, reference, reference_simulation,
     )  # fmt: skip
+
+
+def _band(
+    found: Any, u: np.ndarray, y: np.ndarray, n: int, level: float,
+    from_n: dict[str, Any], prediction: dict[str, Any] | None,
+) -> dict[str, Any]:  # fmt: skip
+    """The band's level and coverage; draws it into ``from_n`` and ``prediction`` (in place)."""
+    trajectory = found.band.around(from_n["simulation"], level, measured=n)
+    from_n["lower"], from_n["upper"] = trajectory.lower, trajectory.upper
+    cover = {"simulation": coverage(y, trajectory, n)}
+    for k in COVERAGE_HORIZONS:
+        if prediction is not None and prediction["steps_ahead"] == k:
+            y_k = prediction["y_pred"]
+        else:
+            y_k = found.predict(u, y, steps_ahead=k, n_initial=n)
+        cover[str(k)] = coverage(y, found.band.around(y_k, level, k, measured=n), n)
+    if prediction is not None:
+        k = prediction["steps_ahead"]
+        drawn = found.band.around(prediction["y_pred"], level, k, measured=n)
+        prediction["lower"], prediction["upper"] = drawn.lower, drawn.upper
+        prediction["coverage"] = coverage(y, drawn, n)
+    return {"level": level, "coverage": cover}
+
+
+def _reference(
+    found: Any, u: np.ndarray, y: np.ndarray, n: int
+) -> tuple[dict[str, Any], np.ndarray | None]:
+    """The ARX reference's and the last-sample predictor's RMSE from sample ``n`` on.
+
+    Also the ARX reference's simulation (None without one).
+    """
+    arx = found.reference() if hasattr(found, "reference") else None
+    figures = simulation = None
+    if arx is not None:
+        simulation = arx.simulate(u, y[:n])
+        figures = {
+            "simulation": rmse(y[n:], simulation[n:]),
+            "one_step": rmse(y[n:], arx.predict(u, y, steps_ahead=1, n_initial=n)[n:]),
+        }
+    return {"arx": figures, "last_sample": rmse(y[n:], y[n - 1 : -1])}, simulation

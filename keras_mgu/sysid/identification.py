@@ -19,6 +19,7 @@ import numpy as np
 
 from keras_mgu.datasets import Normalizer, Protocol, Record
 from keras_mgu.sysid import saving
+from keras_mgu.sysid.band import Band, Trajectory, calibrate_band, check_level
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.prediction import RunSimulator
 from keras_mgu.sysid.scoring import score
@@ -71,6 +72,13 @@ class Identification:
         class_table: Per model class tried: ``class``, ``runs``, the ``best``
             and ``median`` validation RMSE of its runs (standardised), with a
             first row for the ARX model where a lag class ran (``runs`` 0).
+        band: The errors the band around a simulation or prediction is
+            drawn from (:class:`~keras_mgu.sysid.band.Band`, calibrated on
+            the validation record), or None (a file saved before bands, or
+            a run taken alone: :meth:`with_band` calibrates one).
+        arx: The least-squares ARX model the lag classes start from, as a
+            :class:`~keras_mgu.sysid.RunResult` (the reference every report
+            sets the chosen model beside), or None.
 
     :meth:`save` writes it to one file and :func:`keras_mgu.sysid.load`
     reads it back (:mod:`~keras_mgu.sysid.saving`); a loaded one simulates and
@@ -90,6 +98,8 @@ class Identification:
     protocol: Protocol | None = None
     capacity_table: list = dataclasses.field(default_factory=list)
     class_table: list = dataclasses.field(default_factory=list)
+    band: Band | None = None
+    arx: Any = None
 
     @property
     def model(self) -> keras.Model:
@@ -125,7 +135,9 @@ class Identification:
         """The older name of :attr:`stopping_scores`."""
         return self.stopping_scores
 
-    def simulate(self, u: Any, y_initial: Any = None) -> np.ndarray:
+    def simulate(
+        self, u: Any, y_initial: Any = None, band: float | None = None
+    ) -> np.ndarray | Trajectory:
         """Free-run simulation ``(N, n_outputs)`` of inputs ``u`` ``(N, n_inputs)``.
 
         Args:
@@ -137,7 +149,14 @@ class Identification:
                 are then ``y_initial`` itself. Without them the experiment is
                 taken to start as the estimation record did (the learned
                 state, or the encoder on that record's first samples).
+            band: None, or a level in ``(0, 1)`` such as ``0.95``: then a
+                :class:`~keras_mgu.sysid.band.Trajectory` ``(y, lower,
+                upper)`` is returned, the band holding the measured output
+                with about that probability (calibrated on the validation
+                record, :mod:`~keras_mgu.sysid.band`; width zero on
+                ``y_initial``'s rows).
         """
+        level = self._band_level(band)
         outer = self.path.outer
         u = _check_signal("u", u, len(outer.u_mean))
         if y_initial is not None:
@@ -149,20 +168,29 @@ class Identification:
                 )
         counts = collections.Counter(self.members or (self.best,))
         sims = [RunSimulator(self.runs[k], self.start).simulate(u, y_initial) for k in counts]
-        return np.average(sims, axis=0, weights=list(counts.values()))
+        y = np.average(sims, axis=0, weights=list(counts.values()))
+        if level is None:
+            return y
+        return self.band.around(y, level, measured=0 if y_initial is None else len(y_initial))
 
     def predict(
-        self, u: Any, y: Any, steps_ahead: int = 1, n_initial: int | None = None
-    ) -> np.ndarray:
+        self, u: Any, y: Any, steps_ahead: int = 1, n_initial: int | None = None,
+        band: float | None = None,
+    ) -> np.ndarray | Trajectory:  # fmt: skip
         """The ``steps_ahead``-step-ahead prediction ``(N, n_outputs)`` of a measured experiment.
 
-        Sample ``t`` is predicted from the state the ``n`` measured samples
-        before ``s = max(n, t - k + 1)`` give (as :meth:`simulate` sets it
-        from ``y_initial``), then ``t - s + 1 <= k`` steps run free on the
+        Sample ``t`` is predicted from what the measured samples up to
+        ``t - k`` give. The lag classes start from the ``n`` measured samples
+        before ``s = max(n, t - k + 1)`` (as :meth:`simulate` sets a state
+        from ``y_initial``) and run ``t - s + 1 <= k`` steps free on the
         inputs: ``y_pred[t] = simulate(u[s-n : t+1], y[s-n : s])[-1]``. The
-        first ``n`` rows are ``y`` itself. ``k = 1``: one step ahead; ``k >=
-        N - n``: the simulation from the first ``n`` samples. How each
-        window's state is found, and the cost: :mod:`~keras_mgu.sysid.prediction`.
+        network classes, whose network keeps its own state, add to the
+        simulation from the first ``n`` samples the prediction of its
+        residual from the residuals up to ``t - k`` (the run's noise model):
+        ``y_pred[t] = y_sim[t] + e_hat(t | t - k)``. The first ``n`` rows
+        are ``y`` itself; ``k = 1``: one step ahead; ``k >= N - n``: the
+        simulation from the first ``n`` samples. Details and cost:
+        :mod:`~keras_mgu.sysid.prediction`.
 
         Args:
             u, y: The experiment's inputs ``(N, n_inputs)`` and measured
@@ -171,7 +199,11 @@ class Identification:
             n_initial: ``n``, the measured samples that set each state
                 (``1 <= n < N``; default as :meth:`score`'s ``"benchmark"``:
                 the data's protocol ``n``, else 50).
+            band: None, or a level in ``(0, 1)``: a
+                :class:`~keras_mgu.sysid.band.Trajectory` as :meth:`simulate`'s,
+                the band of the ``k``-step prediction.
         """
+        level = self._band_level(band)
         outer = self.path.outer
         u = _check_signal("u", u, len(outer.u_mean))
         y = _check_signal("y", y, len(outer.y_mean))
@@ -191,7 +223,32 @@ class Identification:
             RunSimulator(self.runs[k], self.start).predict(u, y, int(steps_ahead), n)
             for k in counts
         ]
-        return np.average(preds, axis=0, weights=list(counts.values()))
+        y_pred = np.average(preds, axis=0, weights=list(counts.values()))
+        if level is None:
+            return y_pred
+        return self.band.around(y_pred, level, int(steps_ahead), measured=n)
+
+    def _band_level(self, band: Any) -> float | None:
+        if band is None:
+            return None
+        level = check_level(band)
+        if self.band is None:
+            raise ValueError(
+                "This identification has no calibrated band (a model file saved before bands, "
+                "or a run taken alone); calibrate one on a record it did not train on with "
+                "`found = found.with_band(record)`."
+            )
+        return level
+
+    def with_band(self, record: Record, n_initial: int | None = None) -> Identification:
+        """This identification with its band calibrated on ``record`` (:func:`calibrate_band`).
+
+        ``record`` should be one the networks did not train on (the
+        validation record); ``n_initial`` as :meth:`predict`'s.
+        """
+        found = dataclasses.replace(self, band=None)
+        n = self.resolve_n_initial(n_initial)
+        return dataclasses.replace(self, band=calibrate_band(found, record.u, record.y, n))
 
     def resolve_n_initial(self, n_initial: int | None = None) -> int:
         """The measured samples that set the state: ``n_initial``, the protocol's ``n``, else 50."""
@@ -224,15 +281,19 @@ class Identification:
         horizon far longer than the windows a lag class or an encoder model
         trains on, so that a drift or a slow instability shows.
         """
+        errors = self.horizon_errors(data)
+        if not errors:
+            return np.zeros((0, len(self.path.outer.y_mean)))
+        return np.concatenate(errors)
+
+    def horizon_errors(self, data: Any) -> list[np.ndarray]:
+        """:meth:`horizon_error` of each estimation experiment, one array each."""
         est, n = data.estimation, self._measured_n()
-        errors = [
+        return [
             self.test_like_error(est.slice(first, stop))
             for first, stop in est.experiments
             if stop - first > n
         ]
-        if not errors:
-            return np.zeros((0, len(self.path.outer.y_mean)))
-        return np.concatenate(errors)
 
     def choice_error(self, data: Any) -> np.ndarray:
         """The error :func:`~keras_mgu.sysid.identify` chooses by, flattened.
@@ -281,9 +342,15 @@ class Identification:
         """
         return saving.write_model_file(self, filepath)
 
+    def reference(self) -> Identification | None:
+        """The ARX reference model (:attr:`arx`) as an identification of its own, or None."""
+        if self.arx is None:
+            return None
+        return Identification([self.arx], 0, self.n_initial, self.start, ts=self.ts)
+
     def run_alone(self, k: int) -> Identification:
-        """This identification with run ``k`` alone kept."""
-        return dataclasses.replace(self, best=k, members=())
+        """This identification with run ``k`` alone kept (without the ensemble's band)."""
+        return dataclasses.replace(self, best=k, members=(), band=None)
 
     def score(self, record: Record, convention: str = "all", n_initial: int | None = None) -> float:
         """RMSE of the simulation of ``record`` (see :mod:`keras_mgu.sysid.scoring`).

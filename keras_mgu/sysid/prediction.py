@@ -5,8 +5,18 @@
 the state ``n`` measured samples give (:mod:`~keras_mgu.sysid.state`), for one
 experiment or a batch of equally long windows at once.
 
-k-step-ahead prediction (:meth:`RunSimulator.predict`), with ``n`` measured
-samples setting each state and ``s(t) = max(n, t - k + 1)``::
+k-step-ahead prediction (:meth:`RunSimulator.predict`). The network classes
+(whose network runs from its own state, :data:`~keras_mgu.sysid.config.NETWORK_CLASSES`)
+simulate once from the first ``n`` measured samples and add the prediction
+of the residual by the run's noise model
+(:mod:`~keras_mgu.sysid.noise_model`), from the measured residuals up to
+``t - k``::
+
+    y_pred[t] = y_sim[t] + e_hat(t | t - k),    e = y - y_sim
+
+at the cost of one simulation. The lag classes read measured lags, so each
+prediction starts from them: with ``n`` measured samples setting each state
+and ``s(t) = max(n, t - k + 1)``::
 
     y_pred[t] = simulate(u[s-n : t+1], y[s-n : s])[-1]      for t >= n
     y_pred[t] = y[t]                                        for t <  n
@@ -31,6 +41,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from keras_mgu.sysid.config import NETWORK_CLASSES
 from keras_mgu.sysid.state import encoder_history, fit_initial_state
 
 __all__ = ["CHUNK_SAMPLES", "RunSimulator", "window_starts"]
@@ -89,6 +100,11 @@ class RunSimulator:
     def predict(self, u: np.ndarray, y: np.ndarray, steps_ahead: int, n: int) -> np.ndarray:
         """The ``steps_ahead``-step prediction ``(N, n_outputs)`` (module docstring)."""
         total, k = len(u), steps_ahead
+        if self.run.structure in NETWORK_CLASSES:
+            y_sim = self.simulate(u, y[:n])
+            if self.run.noise is None:
+                return y_sim
+            return y_sim + self.run.noise.predict(y - y_sim, k)
         out = np.array(y, dtype=np.float64)
         end = min(n + k, total)
         out[n:end] = self.simulate(u[:end], y[:n])[n:end]

@@ -23,10 +23,11 @@ import numpy as np
 
 from keras_mgu.datasets import Normalizer, Record, SysIdData
 from keras_mgu.sysid.capacity import choose_capacity
-from keras_mgu.sysid.config import DEFAULT_MODEL_CLASSES, RecipeConfig
+from keras_mgu.sysid.config import DEFAULT_MODEL_CLASSES, NETWORK_CLASSES, RecipeConfig
 from keras_mgu.sysid.identification import Identification
 from keras_mgu.sysid.lag_classes import LAG_CLASSES, lag_config, lag_orders, train_lag_run
 from keras_mgu.sysid.linear import LINEAR_SHARE_MAX, LinearModel, select_linear_model
+from keras_mgu.sysid.noise_model import fit_noise_model
 from keras_mgu.sysid.output_error import build_output_error
 from keras_mgu.sysid.population import PlannedRun, population_groups, train_population
 from keras_mgu.sysid.run import RunResult, shortest, train_simulator
@@ -230,13 +231,14 @@ def identify(
         members = tuple(pool[k] for k in select([runs[k].choice_error for k in pool], rule))
     if verbose and members:
         print(f"selection ({rule}): {describe_members(members)}", flush=True)
-    est = data.estimation
+    est, arx = data.estimation, trainer.arx_run(config)
     found = Identification(
         runs, _best_run(runs, pool), data.n_initial, trainer.first, linear_table, members,
         input_names=est.input_names, output_names=est.output_names, ts=est.ts,
         protocol=data.protocol, capacity_table=capacity_table,
-        class_table=class_table(runs, options, trainer.arx_run()),
+        class_table=class_table(runs, options, arx), arx=arx,
     )  # fmt: skip
+    found = found.with_band(data.validation)
     if verbose:
         print(describe_class_table(found.class_table, winner.name), flush=True)
     return found
@@ -425,11 +427,18 @@ class _Trainer:
         est, val = self.records[option.name]
         return PlannedRun(est, val, option.config, seed)
 
-    def arx_run(self) -> RunResult | None:
-        """The least-squares ARX model the lag classes start from, scored as a run; or None."""
+    def arx_run(self, config: RecipeConfig) -> RunResult | None:
+        """The least-squares ARX model the lag classes start from, scored as a run.
+
+        Fitted at the lag classes' order where none of them was tried; None
+        where the record is too short for it.
+        """
         option = next((o for o in self.options if o.linear is not None), None)
         if option is None:
-            return None
+            try:
+                option = lag_structures(self.data, config, ("linear",))[0]
+            except (ValueError, np.linalg.LinAlgError):
+                return None
         model = build_output_error(option.linear, option.config.n_initial)
         run = RunResult(model, 0, float("nan"), 0, 0.0, None, option.config)
         return self._scored(run, dataclasses.replace(option, name="linear"), 0, "reference")
@@ -438,11 +447,16 @@ class _Trainer:
         """``run`` with its structure, signal path and errors (physical records, standardised)."""
         run = dataclasses.replace(run, structure=option.name, path=option.path)
         single = Identification([run], 0, self.data.n_initial, self.first)
-        error, horizon = single.validation_error(self.data), single.horizon_error(self.data)
+        error, horizons = single.validation_error(self.data), single.horizon_errors(self.data)
+        horizon = np.concatenate(horizons) if horizons else np.zeros((0, error.shape[1]))
         test_like = single.test_like_error(self.data.validation)
+        noise = None
+        if option.name in NETWORK_CLASSES and np.all(np.isfinite(test_like)):
+            noise = fit_noise_model([h for h in horizons if np.all(np.isfinite(h))], test_like)
         run = dataclasses.replace(
             run, validation_error=error, validation_rmse=error_rmse(error),
             horizon_rmse=error_rmse(horizon), choice_error=equal_weights(test_like, horizon),
+            noise=noise,
         )  # fmt: skip
         if kind == "reference":
             return run

@@ -33,6 +33,7 @@ from keras_mgu.callbacks import LearningRateDecayPoints, TimeBudget, WeightedEar
 from keras_mgu.datasets import Record
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.model import build_simulator
+from keras_mgu.sysid.noise_model import NoiseModel
 from keras_mgu.sysid.signals import SignalPath
 from keras_mgu.sysid.windows import TrainingWindows
 
@@ -66,7 +67,9 @@ class RunResult:
     record from its first measured samples, and ``choice_error`` the error
     :func:`identify` chooses runs by (validation and that horizon, equally
     weighted; :meth:`~keras_mgu.sysid.Identification.choice_error`), whose
-    RMSE is :attr:`choice_rmse`.
+    RMSE is :attr:`choice_rmse`. ``noise`` (network classes) is the
+    autoregression of its simulation residual that its k-step prediction
+    adds (:mod:`~keras_mgu.sysid.noise_model`); None: no correction.
     """
 
     model: keras.Model
@@ -83,6 +86,7 @@ class RunResult:
     validation_history: list = dataclasses.field(default_factory=list)
     horizon_rmse: float = float("nan")
     choice_error: np.ndarray | None = None
+    noise: NoiseModel | None = None
 
     @property
     def choice_rmse(self) -> float:

@@ -15,11 +15,16 @@ A model file is a zip archive (suffix :data:`SUFFIX`) holding:
   training seconds, structure, resolved :class:`RecipeConfig`, standardisation
   statistics and the archive path of its network.
 * ``arrays.npz`` (read with ``allow_pickle=False``): the estimation record's
-  first samples (``start_u``, ``start_y``, where encoder models start), and
-  per run ``k`` its linear model (``run{k}_linear_a``/``_b``/``_c``) and
-  validation error (``run{k}_validation_error``).
+  first samples (``start_u``, ``start_y``, where encoder models start),
+  the band's error quantiles (``band_quantiles``; its horizons and counts
+  in the manifest's ``band``), and per run ``k`` its linear model
+  (``run{k}_linear_a``/``_b``/``_c``), validation error
+  (``run{k}_validation_error``) and noise model
+  (``run{k}_noise``, the network classes').
 * ``runs/run_{k}.keras``: run ``k``'s network, a Keras ``.keras`` archive
-  without optimizer state, loaded with ``safe_mode=True``.
+  without optimizer state, loaded with ``safe_mode=True``; the ARX reference
+  (``Identification.arx``) is saved as a run named ``arx`` (its entry in the
+  manifest's ``arx``, its network ``runs/run_arx.keras``).
 
 Every run is kept (not only the chosen one and the averaged members), so
 ``validation_scores`` and :meth:`~keras_mgu.sysid.Identification.run_alone`
@@ -53,8 +58,10 @@ from keras_mgu._atomic import write_atomically
 from keras_mgu._manifest import FORMAT, FORMAT_VERSION, MANIFEST, ModelFileError, read_model_archive
 from keras_mgu._version import __version__
 from keras_mgu.datasets import Normalizer, Protocol
+from keras_mgu.sysid.band import Band
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.linear import LinearModel
+from keras_mgu.sysid.noise_model import NoiseModel
 from keras_mgu.sysid.run import RunResult
 from keras_mgu.sysid.signals import SignalPath
 
@@ -105,11 +112,17 @@ def _write_archive(found: Any, f: io.IOBase) -> None:
         buffer = io.BytesIO()
         np.savez(buffer, **arrays)
         archive.writestr(ARRAYS, buffer.getvalue())
-        for k, run in enumerate(found.runs):
+        for k, run in _named_runs(found):
             archive.writestr(_network_name(k), network_bytes(run.model))
 
 
-def _network_name(k: int) -> str:
+def _named_runs(found: Any) -> list[tuple[int | str, Any]]:
+    """``(k, run)`` of every run, and ``("arx", run)`` of the ARX reference where there is one."""
+    arx = getattr(found, "arx", None)
+    return [*enumerate(found.runs), *([("arx", arx)] if arx is not None else [])]
+
+
+def _network_name(k: int | str) -> str:
     return f"runs/run_{k}.keras"
 
 
@@ -150,10 +163,18 @@ def _manifest(found: Any) -> dict:
         ],
         "class_table": [{k: _json_float(v) for k, v in row.items()} for row in found.class_table],
         "runs": [_run_entry(run, k) for k, run in enumerate(found.runs)],
+        "band": _band_entry(getattr(found, "band", None)),
+        "arx": None if getattr(found, "arx", None) is None else _run_entry(found.arx, "arx"),
     }
 
 
-def _run_entry(run: Any, k: int) -> dict:
+def _band_entry(band: Band | None) -> dict | None:
+    if band is None:
+        return None
+    return {"horizons": [int(h) for h in band.horizons], "counts": [int(c) for c in band.counts]}
+
+
+def _run_entry(run: Any, k: int | str) -> dict:
     path = run.path
     return {
         "seed": int(run.seed),
@@ -167,6 +188,7 @@ def _run_entry(run: Any, k: int) -> dict:
         "inner": None if path.inner is None else path.inner.get_config(),
         "has_linear": path.linear is not None,
         "has_validation_error": run.validation_error is not None,
+        "has_noise": run.noise is not None,
         "network": _network_name(k),
     }
 
@@ -175,12 +197,16 @@ def _arrays(found: Any) -> dict[str, np.ndarray]:
     arrays = {}
     if found.start is not None:
         arrays["start_u"], arrays["start_y"] = (np.asarray(a) for a in found.start)
-    for k, run in enumerate(found.runs):
+    for k, run in _named_runs(found):
         if run.path.linear is not None:
             for name in ("a", "b", "c"):
                 arrays[f"run{k}_linear_{name}"] = np.asarray(getattr(run.path.linear, name))
         if run.validation_error is not None:
             arrays[f"run{k}_validation_error"] = np.asarray(run.validation_error)
+        if run.noise is not None:
+            arrays[f"run{k}_noise"] = np.asarray(run.noise.coefficients)
+    if getattr(found, "band", None) is not None:
+        arrays["band_quantiles"] = np.asarray(found.band.quantiles)
     return arrays
 
 
@@ -213,7 +239,9 @@ def _fields(archive: zipfile.ZipFile, manifest: dict) -> dict[str, Any]:
         arrays = {name: npz[name] for name in npz.files}
     runs = [_run(archive, entry, k, arrays) for k, entry in enumerate(manifest["runs"])]
     start = (arrays["start_u"], arrays["start_y"]) if manifest["has_start"] else None
-    protocol = manifest["protocol"]
+    protocol, band = manifest["protocol"], manifest.get("band")  # none in files before bands
+    if band is not None:
+        band = Band(np.array(band["horizons"]), arrays["band_quantiles"], np.array(band["counts"]))
     table = [{k: _from_json(v) for k, v in row.items()} for row in manifest["linear_table"]]
     return dict(
         runs=runs,
@@ -234,16 +262,20 @@ def _fields(archive: zipfile.ZipFile, manifest: dict) -> dict[str, Any]:
             {k: v if k == "class" else _from_json(v) for k, v in row.items()}
             for row in manifest.get("class_table", [])  # absent from files saved before it
         ],
+        band=band,
+        arx=None if manifest.get("arx") is None else _run(archive, manifest["arx"], "arx", arrays),
     )
 
 
-def _run(archive: zipfile.ZipFile, entry: dict, k: int, arrays: dict) -> RunResult:
+def _run(archive: zipfile.ZipFile, entry: dict, k: int | str, arrays: dict) -> RunResult:
     linear = None
     if entry["has_linear"]:
         linear = LinearModel(*(arrays[f"run{k}_linear_{name}"] for name in ("a", "b", "c")))
     inner = None if entry["inner"] is None else Normalizer(**entry["inner"])
     path = SignalPath(Normalizer(**entry["outer"]), linear, inner)
     error = arrays[f"run{k}_validation_error"] if entry["has_validation_error"] else None
+    has_noise = entry.get("has_noise", False)  # absent from files saved before it
+    noise = NoiseModel(arrays[f"run{k}_noise"]) if has_noise else None
     return RunResult(
         model=network_from_bytes(archive.read(entry["network"])),
         seed=int(entry["seed"]),
@@ -256,6 +288,7 @@ def _run(archive: zipfile.ZipFile, entry: dict, k: int, arrays: dict) -> RunResu
         validation_error=error,
         structure=entry["structure"],
         path=path,
+        noise=noise,
     )
 
 

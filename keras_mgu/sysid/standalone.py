@@ -24,12 +24,16 @@ outputs ``(batch, n, n_outputs)`` (``n`` the encoder's lag,
 n_inputs)``; output ``y`` ``(batch, M, n_outputs)``, the simulation of those
 ``M`` samples: ``simulate(concatenate([u_initial, u]), y_initial)[n:]``.
 In the file written by :func:`export_simulator` the output is named after
-the model's output channels (:func:`onnx_output_name`).
+the model's output channels (:func:`onnx_output_name`), and the file's
+metadata carries the simulation's band (:func:`band_metadata`: its
+half-width per output at a few levels; the band is ``y -+ w``, so the graph
+itself needs no second output).
 """
 
 from __future__ import annotations
 
 import collections
+import json
 import re
 from typing import Any
 
@@ -426,7 +430,39 @@ def export_simulator(found: Any, filepath: str, format: str = "onnx") -> keras.M
     export(model, filepath, format=format, verbose=False)
     if format == "onnx":
         _rename_onnx_output(str(filepath), onnx_output_name(found))
+        if getattr(found, "band", None) is not None:
+            _write_band_metadata(str(filepath), found.band)
     return model
+
+
+#: The levels whose free-run band half-widths an ONNX file's metadata carries.
+METADATA_LEVELS = (0.9, 0.95, 0.99)
+
+
+def band_metadata(band: Any) -> dict[str, str]:
+    """The ONNX metadata of a band: ``keras_mgu.band_half_width.<level>`` per level.
+
+    Each value is a JSON list, one half-width per output in physical units,
+    of the simulation's band (:mod:`~keras_mgu.sysid.band`): the standalone
+    simulator's output ``y`` lies within ``y -+ w`` with about that
+    probability, after the samples that set its state.
+    """
+    return {
+        f"keras_mgu.band_half_width.{level:g}": json.dumps(
+            [float(w) for w in band.half_width(level)]
+        )
+        for level in METADATA_LEVELS
+    }
+
+
+def _write_band_metadata(filepath: str, band: Any) -> None:
+    """Add :func:`band_metadata` to the ONNX file ``filepath``'s metadata, in place."""
+    import onnx
+
+    proto = onnx.load(filepath, load_external_data=False)
+    props = {prop.key: prop.value for prop in proto.metadata_props}
+    onnx.helper.set_model_props(proto, {**props, **band_metadata(band)})
+    onnx.save(proto, filepath)
 
 
 def _rename_onnx_output(filepath: str, name: str) -> None:

@@ -1,6 +1,7 @@
 """k-step-ahead prediction (``Identification.predict``) against its definition, and the batched
 state fit it uses against one fit per history."""
 
+import collections
 import dataclasses
 
 import numpy as np
@@ -11,6 +12,7 @@ from keras_mgu.sysid import RecipeConfig, build_simulator, fit_initial_state, id
 from keras_mgu.sysid.prediction import window_starts
 from keras_mgu.sysid.state import state_model
 from tests.helpers import NETWORK_CLASSES
+from tests.sysid.test_noise_model import reference_prediction
 
 TINY = RecipeConfig(
     units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3, model_classes=NETWORK_CLASSES
@@ -29,12 +31,34 @@ def found(request):
 
 
 def reference(found, u, y, k, n):
-    """``y_pred[t] = simulate(u[s-n : t+1], y[s-n : s])[-1]``, ``s = max(n, t - k + 1)``."""
-    out = np.array(y, dtype=float)
-    for t in range(n, len(u)):
-        s = max(n, t - k + 1)
-        out[t] = found.simulate(u[s - n : t + 1], y[s - n : s])[-1]
-    return out
+    """The lag classes' ``y_pred[t] = simulate(u[s-n : t+1], y[s-n : s])[-1]``, ``s = max(n,
+    t - k + 1)``; the network classes' ``y_sim[t] + e_hat(t | t - k)``, the recursion written out.
+    """
+    counts = collections.Counter(found.members or (found.best,))
+    preds = []
+    for run in counts:
+        alone = found.run_alone(run)
+        if alone.runs[run].structure in NETWORK_CLASSES:
+            sim = alone.simulate(u, y[:n])
+            a, e = alone.runs[run].noise.coefficients, y - sim
+            preds.append(sim + np.stack(
+                [reference_prediction(a[:, j], e[:, j], k) for j in range(y.shape[1])], axis=1
+            ))  # fmt: skip
+            continue
+        out = np.array(y, dtype=float)
+        for t in range(n, len(u)):
+            s = max(n, t - k + 1)
+            out[t] = alone.simulate(u[s - n : t + 1], y[s - n : s])[-1]
+        preds.append(out)
+    return np.average(preds, axis=0, weights=list(counts.values()))
+
+
+@pytest.fixture(scope="module")
+def narx():
+    """A NARX run: its prediction starts from the measured lags."""
+    data = datasets.simulate_cascaded_tanks(n_samples=160, seed=0)
+    config = dataclasses.replace(TINY, model_classes=("narx",), iterations=20)
+    return data.test, identify(data, config, restarts=1, seed=1)
 
 
 @pytest.mark.parametrize("k", [1, 4])
@@ -42,13 +66,39 @@ def test_k_step_prediction_follows_its_definition(found, k):
     test, result = found
     u, y, n = test.u[:28], test.y[:28], 6
     got = result.predict(u, y, steps_ahead=k, n_initial=n)
-    # A learned state is fitted (Levenberg-Marquardt in float32): the batched fit and one fit
-    # per history may accept a different step now and then, so they agree to a small fraction
-    # of the output's spread; an encoder's state is computed, so it agrees to rounding.
-    learned = result.config.initial_state == "learned"
-    atol = 2e-3 * np.std(y) if learned else 1e-5
-    np.testing.assert_allclose(got, reference(result, u, y, k, n), rtol=1e-4, atol=atol)
+    assert all(run.noise is not None for run in result.runs)
+    np.testing.assert_allclose(got, reference(result, u, y, k, n), rtol=1e-6, atol=1e-9)
     np.testing.assert_array_equal(got[:n], y[:n])
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_lag_class_prediction_starts_from_the_measured_lags(narx, k):
+    test, result = narx
+    u, y, n = test.u[:28], test.y[:28], 6
+    got = result.predict(u, y, steps_ahead=k, n_initial=n)
+    assert result.runs[0].noise is None
+    np.testing.assert_allclose(got, reference(result, u, y, k, n), rtol=1e-4, atol=1e-5)
+
+
+def test_a_band_comes_with_the_trajectory_when_asked_for(found):
+    test, result = found
+    n = 6
+    plain = result.predict(test.u, test.y, 3, n)
+    drawn = result.predict(test.u, test.y, 3, n, band=0.9)
+    np.testing.assert_array_equal(drawn.y, plain)
+    width = result.band.half_width(0.9, 3)
+    np.testing.assert_allclose(
+        drawn.upper[n:] - drawn.y[n:], np.broadcast_to(width, (len(plain) - n, 1))
+    )
+    np.testing.assert_array_equal(drawn.lower[:n], test.y[:n])
+    sim = result.simulate(test.u, test.y[:n], band=0.9)
+    np.testing.assert_allclose(
+        sim.upper[n:] - sim.y[n:], np.broadcast_to(result.band.half_width(0.9), (len(plain) - n, 1))
+    )
+    with pytest.raises(ValueError, match="no calibrated band"):
+        result.run_alone(0).simulate(test.u, band=0.9)
+    again = result.run_alone(0).with_band(test)
+    assert again.simulate(test.u, band=0.9).upper.shape == test.y.shape
 
 
 def test_prediction_as_long_as_the_record_is_the_simulation(found):
@@ -62,8 +112,7 @@ def test_prediction_as_long_as_the_record_is_the_simulation(found):
 
 @pytest.mark.parametrize("found", ["learned"], indirect=True)
 def test_one_step_prediction_is_closer_than_the_simulation(found):
-    """With the state fitted to the measured outputs a step behind, the prediction errs less
-    than the free run (an encoder trained six iterations promises no such thing)."""
+    """With the residual's noise model, the prediction a step ahead errs less than the free run."""
     test, result = found
     n = 6
     err = lambda a: np.sqrt(np.mean((a[n:] - test.y[n:]) ** 2))  # noqa: E731

@@ -1,0 +1,137 @@
+"""A band around every simulation and prediction, calibrated on data the model did not train on.
+
+:class:`Band` holds, per prediction horizon and output, the distribution of
+the absolute error of the identified model on a calibration record (the
+validation record, which no network trained on): for ``k`` in
+:data:`BAND_HORIZONS` the errors of the ``k``-step prediction, and for the
+free run those of the simulation from the record's first ``n`` measured
+outputs, samples ``n`` onward. The band at level ``L`` around a trajectory
+``y_hat`` is, per output ``j`` (split conformal prediction)::
+
+    y_hat_j(t) -+ w_j,   w_j = the ceil((m + 1) L)-th smallest of the m errors |e_j|
+
+(the largest error where ``(m + 1) L > m``): for errors exchangeable with
+the calibration record's, ``y(t)`` falls inside with probability at least
+``L``. A ``k``-step prediction takes the errors of the smallest calibrated
+horizon ``>= k`` (the free run's beyond the last); the rows of measured
+outputs a trajectory starts from have width zero. The free run's errors are
+correlated in time, so the record holds fewer independent errors than ``m``
+and the coverage on a new record is measured, not promised (``evaluate``
+reports it).
+
+The band keeps the quantiles of the errors at :data:`QUANTILE_GRID` (not the
+errors), so any level can be asked for later, and is saved in the model file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = ["BAND_HORIZONS", "Band", "Trajectory", "calibrate_band", "check_level", "coverage"]
+
+#: The prediction horizons calibrated; longer ones take the free run's errors.
+BAND_HORIZONS = (1, 2, 5, 10, 20, 50, 100)
+#: The probabilities at which the absolute errors' quantiles are kept.
+QUANTILE_GRID = np.linspace(0.0, 1.0, 201)
+#: Horizon entry of the free run (the simulation from the first ``n`` outputs).
+FREE_RUN = 0
+
+
+class Trajectory(NamedTuple):
+    """A simulation or prediction with its band, each ``(N, n_outputs)``, physical units."""
+
+    y: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+
+def check_level(level: Any) -> float:
+    """``level`` as a float in ``(0, 1)``, or a ``ValueError`` that says so."""
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating, np.integer)):
+        raise ValueError(f"`band` must be a level in (0, 1), such as 0.95; received {level!r}.")
+    if not 0.0 < float(level) < 1.0:
+        raise ValueError(f"`band` must be a level in (0, 1), such as 0.95; received {level}.")
+    return float(level)
+
+
+@dataclasses.dataclass
+class Band:
+    """The calibrated absolute errors of an identified model (see the module).
+
+    Attributes:
+        horizons: ``(H,)`` the horizons calibrated, :data:`FREE_RUN` (``0``)
+            for the free run.
+        quantiles: ``(H, len(QUANTILE_GRID), n_outputs)`` the absolute
+            errors' quantiles, physical units.
+        counts: ``(H,)`` the errors behind each row (``m``).
+    """
+
+    horizons: np.ndarray
+    quantiles: np.ndarray
+    counts: np.ndarray
+
+    def half_width(self, level: float, steps_ahead: int | None = None) -> np.ndarray:
+        """``w`` ``(n_outputs,)`` at ``level`` for a ``steps_ahead`` prediction (None: free run)."""
+        row = self._row(steps_ahead)
+        m = int(self.counts[row])
+        if m == 0:
+            return np.full(self.quantiles.shape[2], np.inf)
+        q = min(1.0, math.ceil((m + 1) * check_level(level)) / m)
+        table = self.quantiles[row]
+        return np.array([np.interp(q, QUANTILE_GRID, table[:, j]) for j in range(table.shape[1])])
+
+    def around(
+        self, y: np.ndarray, level: float, steps_ahead: int | None = None, measured: int = 0
+    ) -> Trajectory:
+        """``y`` ``(N, n_outputs)`` with its band; the first ``measured`` rows get width zero."""
+        width = np.broadcast_to(self.half_width(level, steps_ahead), y.shape).copy()
+        width[:measured] = 0.0
+        return Trajectory(y, y - width, y + width)
+
+    def _row(self, steps_ahead: int | None) -> int:
+        horizons = np.asarray(self.horizons)
+        free = int(np.flatnonzero(horizons == FREE_RUN)[0])
+        if steps_ahead is None:
+            return free
+        longer = np.flatnonzero((horizons >= int(steps_ahead)) & (horizons != FREE_RUN))
+        if not len(longer):
+            return free
+        return int(longer[np.argmin(horizons[longer])])
+
+
+def calibrate_band(found: Any, u: np.ndarray, y: np.ndarray, n: int) -> Band:
+    """The :class:`Band` of ``found`` (an Identification) on one calibration record ``u``, ``y``.
+
+    ``n`` measured outputs set the state of the free run and of each
+    prediction (:meth:`~keras_mgu.sysid.Identification.predict`); horizons
+    that leave no sample after ``n`` are calibrated with no errors (infinite
+    width).
+    """
+    n = max(1, min(int(n), len(y) - 1))
+    horizons = [*BAND_HORIZONS, FREE_RUN]
+    rows, counts = [], []
+    for k in horizons:
+        if k == FREE_RUN:
+            y_hat = found.simulate(u, y[:n])
+        elif k < len(y) - n:
+            y_hat = found.predict(u, y, steps_ahead=k, n_initial=n)
+        else:
+            rows.append(np.zeros((len(QUANTILE_GRID), y.shape[1])))
+            counts.append(0)
+            continue
+        errors = np.abs(y[n:] - y_hat[n:])
+        errors = np.where(np.isfinite(errors), errors, np.inf)
+        rows.append(np.quantile(errors, QUANTILE_GRID, axis=0, method="inverted_cdf"))
+        counts.append(len(errors))
+    return Band(np.array(horizons), np.stack(rows), np.array(counts))
+
+
+def coverage(y: np.ndarray, trajectory: Trajectory, first: int = 0) -> float:
+    """The fraction of measured ``y`` inside the band, rows ``first`` onward, every output."""
+    y = np.asarray(y)[first:]
+    inside = (y >= trajectory.lower[first:]) & (y <= trajectory.upper[first:])
+    return float(np.mean(inside))
