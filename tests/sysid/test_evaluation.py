@@ -40,11 +40,13 @@ def test_to_dict_holds_the_numbers_and_no_arrays(found):
     ev = evaluate(model, test.u[:40], test.y[:40], 6, 2)
     plain = ev.to_dict()
     json.dumps(plain)  # plain numbers and lists only
-    assert set(plain["prediction"]) == {"steps_ahead", "rmse", "fit_percent"}
+    assert set(plain["prediction"]) == {"steps_ahead", "rmse", "fit_percent", "coverage"}
     assert set(plain["from_n"]) == {"rmse", "fit_percent"}
     assert "y_pred" in ev.prediction and "simulation" in ev.from_n  # the evaluation keeps them
+    assert "lower" in ev.from_n and "upper" in ev.prediction
     free = evaluate(model, test.u[:40], test.y[:40], 0, None).to_dict()
     assert free["from_n"] is None and free["prediction"] is None
+    assert free["band"] is None and free["reference"] is None
 
 
 def test_headline_is_the_simulation_from_n_unless_the_test_starts_where_estimation_did(found):
@@ -92,3 +94,25 @@ def test_every_output_is_scored_by_its_name():
     assert json.loads(json.dumps(ev.to_dict()))["outputs"] == ev.outputs
     unnamed = evaluate(TwoOutputs(), u, y, 0)
     assert list(unnamed.outputs) == ["y0", "y1"] and "rmse_from_n" not in unnamed.outputs["y0"]
+
+
+def test_band_coverage_and_the_reference_figures_follow_their_definitions(found):
+    test, model = found
+    u, y, n = test.u, test.y, 6
+    ev = evaluate(model, u, y, n, 2, band=0.8)
+    inside = lambda t: float(np.mean((y[n:] >= t.lower[n:]) & (y[n:] <= t.upper[n:])))  # noqa: E731
+    assert ev.band["level"] == 0.8
+    assert ev.band["coverage"]["simulation"] == inside(model.simulate(u, y[:n], band=0.8))
+    for k in (1, 10):
+        drawn = model.predict(u, y, k, n, band=0.8)
+        assert ev.band["coverage"][str(k)] == pytest.approx(inside(drawn))
+    assert ev.prediction["coverage"] == pytest.approx(inside(model.predict(u, y, 2, n, band=0.8)))
+    arx = model.reference()
+    assert ev.reference["arx"]["simulation"] == pytest.approx(
+        rmse(y[n:], arx.simulate(u, y[:n])[n:])
+    )
+    one = arx.predict(u, y, 1, n)
+    assert ev.reference["arx"]["one_step"] == pytest.approx(rmse(y[n:], one[n:]))
+    assert ev.reference["last_sample"] == pytest.approx(rmse(y[n:], y[n - 1 : -1]))
+    assert json.loads(json.dumps(ev.to_dict()))["band"]["coverage"]["10"] >= 0.0
+    assert evaluate(model, u, y, n, band=None).band is None

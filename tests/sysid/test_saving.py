@@ -189,3 +189,24 @@ def test_a_file_saved_on_another_backend_simulates_the_same(saved_on_another_bac
         np.testing.assert_allclose(back.simulate(u), want["free"], atol=1e-5 * scale)
         # The learned state is fitted to the 5 outputs by an iterative search: looser.
         np.testing.assert_allclose(back.simulate(u, y[:5]), want["given"], atol=1e-3 * scale)
+
+
+def test_the_band_noise_models_and_arx_reference_are_kept(learned, data, tmp_path):
+    """What a prediction with its band needs comes back: the k-step prediction and its band
+    are the same after loading; a file without them loads and says it has no band."""
+    back = sysid.load(learned.save(tmp_path / "model.kmgu"))
+    assert learned.band is not None and learned.arx is not None
+    np.testing.assert_array_equal(back.band.quantiles, learned.band.quantiles)
+    for run, loaded in zip(learned.runs, back.runs):
+        np.testing.assert_array_equal(loaded.noise.coefficients, run.noise.coefficients)
+    u, y = data.test.u, data.test.y
+    a, b = learned.predict(u, y, 3, 5, band=0.9), back.predict(u, y, 3, 5, band=0.9)
+    for x, z in zip(a, b):
+        np.testing.assert_allclose(z, x, rtol=1e-6, atol=1e-6)
+    ref_a, ref_b = learned.reference().simulate(u, y[:5]), back.reference().simulate(u, y[:5])
+    np.testing.assert_allclose(ref_b, ref_a, rtol=1e-6, atol=1e-6)
+    bare = dataclasses.replace(learned, band=None, arx=None)
+    older = sysid.load(bare.save(tmp_path / "bare.kmgu"))
+    assert older.band is None and older.reference() is None
+    with pytest.raises(ValueError, match="no calibrated band"):
+        older.simulate(u, band=0.9)
