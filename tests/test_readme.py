@@ -87,7 +87,7 @@ def test_readme_ten_lines_run_save_load_and_simulate(tmp_path, monkeypatch):
 
 
 def test_readme_ten_lines_run_on_a_file_of_ones_own(tmp_path, monkeypatch):
-    """The data line's alternative, a record read from ``run.csv``, runs the example through."""
+    """The data line's alternative, a header-less ``run.txt``, runs the example through."""
     from keras_mgu import datasets
 
     code = ten_lines()
@@ -95,12 +95,13 @@ def test_readme_ten_lines_run_on_a_file_of_ones_own(tmp_path, monkeypatch):
     code = replace_once(code, line, "data = " + line.split("# or ", 1)[1])
     tanks = datasets.simulate_cascaded_tanks(256, seed=0).estimation
     rows = "".join(f"{u},{y}\n" for u, y in zip(tanks.u[:, 0].tolist(), tanks.y[:, 0].tolist()))
-    (tmp_path / "run.csv").write_text("u,y\n" + rows)
+    (tmp_path / "run.txt").write_text(rows)
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     exec(compile(code, "README.md", "exec"), namespace)
     data = namespace["data"]
     assert data.estimation.n_samples == round(0.8 * tanks.n_samples)
+    assert data.estimation.ts == 4.0
     assert namespace["y_sim"].shape == data.test.y.shape
 
 

@@ -113,12 +113,14 @@ def calibrate_band(found: Any, u: np.ndarray, y: np.ndarray, n: int) -> Band:
     """
     n = max(1, min(int(n), len(y) - 1))
     horizons = [*BAND_HORIZONS, FREE_RUN]
+    fits = [k for k in BAND_HORIZONS if k < len(y) - n]
+    predictions = found.predictions(u, y, fits, n_initial=n) if fits else {}
     rows, counts = [], []
     for k in horizons:
         if k == FREE_RUN:
             y_hat = found.simulate(u, y[:n])
-        elif k < len(y) - n:
-            y_hat = found.predict(u, y, steps_ahead=k, n_initial=n)
+        elif k in predictions:
+            y_hat = predictions[k]
         else:
             rows.append(np.zeros((len(QUANTILE_GRID), y.shape[1])))
             counts.append(0)

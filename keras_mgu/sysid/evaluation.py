@@ -208,11 +208,8 @@ def _band(
     trajectory = found.band.around(from_n["simulation"], level, measured=n)
     from_n["lower"], from_n["upper"] = trajectory.lower, trajectory.upper
     cover = {"simulation": coverage(y, trajectory, n)}
-    for k in COVERAGE_HORIZONS:
-        if prediction is not None and prediction["steps_ahead"] == k:
-            y_k = prediction["y_pred"]
-        else:
-            y_k = found.predict(u, y, steps_ahead=k, n_initial=n)
+    predictions = found.predictions(u, y, COVERAGE_HORIZONS, n_initial=n)
+    for k, y_k in predictions.items():
         cover[str(k)] = coverage(y, found.band.around(y_k, level, k, measured=n), n)
     if prediction is not None:
         k = prediction["steps_ahead"]

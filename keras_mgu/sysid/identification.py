@@ -204,29 +204,40 @@ class Identification:
                 the band of the ``k``-step prediction.
         """
         level = self._band_level(band)
+        y_pred = self.predictions(u, y, (steps_ahead,), n_initial)[steps_ahead]
+        if level is None:
+            return y_pred
+        n = self.resolve_n_initial(n_initial)
+        return self.band.around(y_pred, level, int(steps_ahead), measured=n)
+
+    def predictions(
+        self, u: Any, y: Any, horizons: Any, n_initial: int | None = None
+    ) -> dict[int, np.ndarray]:
+        """:meth:`predict` for each ``k`` of ``horizons``, by ``k``, from one simulation.
+
+        The same numbers as one :meth:`predict` per horizon, at about the
+        cost of the longest (:meth:`~keras_mgu.sysid.prediction.RunSimulator.predictions`).
+        """
         outer = self.path.outer
         u = _check_signal("u", u, len(outer.u_mean))
         y = _check_signal("y", y, len(outer.y_mean))
         if len(y) != len(u):
             raise ValueError(f"`u` has {len(u)} samples and `y` {len(y)}; give the same number.")
-        if isinstance(steps_ahead, bool) or not isinstance(steps_ahead, (int, np.integer)):
-            raise ValueError(f"`steps_ahead` must be an integer >= 1; received {steps_ahead!r}.")
-        if steps_ahead < 1:
-            raise ValueError(f"`steps_ahead` must be an integer >= 1; received {steps_ahead}.")
+        for k in horizons:
+            if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+                raise ValueError(f"`steps_ahead` must be an integer >= 1; received {k!r}.")
         n = self.resolve_n_initial(n_initial)
         if not 1 <= n < len(u):
             raise ValueError(
                 f"`n_initial` must be in [1, N={len(u)}) to leave samples to predict; received {n}."
             )
+        horizons = tuple(int(k) for k in horizons)
         counts = collections.Counter(self.members or (self.best,))
         preds = [
-            RunSimulator(self.runs[k], self.start).predict(u, y, int(steps_ahead), n)
-            for k in counts
+            RunSimulator(self.runs[k], self.start).predictions(u, y, horizons, n) for k in counts
         ]
-        y_pred = np.average(preds, axis=0, weights=list(counts.values()))
-        if level is None:
-            return y_pred
-        return self.band.around(y_pred, level, int(steps_ahead), measured=n)
+        weights = list(counts.values())
+        return {k: np.average([p[k] for p in preds], axis=0, weights=weights) for k in horizons}
 
     def _band_level(self, band: Any) -> float | None:
         if band is None:

@@ -25,12 +25,10 @@ the state at ``s`` estimated from the ``n`` measured samples before it, as
 :meth:`~keras_mgu.sysid.Identification.simulate` estimates it from
 ``y_initial``, then ``t - s + 1 <= k`` steps run free. ``k = 1`` is the
 one-step-ahead prediction; ``k >= N - n`` is the simulation from the first
-``n`` samples. Encoder models read the window's ``n`` samples; learned-state
-models fit their state to them, all windows in one batched
-Levenberg-Marquardt fit (:func:`~keras_mgu.sysid.state.fit_initial_state`),
-the cost of about ``20 (n_states + 1) n`` simulated steps per window. The
-cost is ``O(N (n + k))`` simulated steps, in chunks of
-:data:`CHUNK_SAMPLES`.
+``n`` samples. The lag classes' encoders read the window's last lags. One
+window from every start ``s``, ``K`` steps long, serves every horizon up to
+``K`` at once (:meth:`RunSimulator.predictions`): ``O(N (n + K))`` simulated
+steps, in chunks of :data:`CHUNK_SAMPLES`.
 """
 
 from __future__ import annotations
@@ -44,19 +42,10 @@ import numpy as np
 from keras_mgu.sysid.config import NETWORK_CLASSES
 from keras_mgu.sysid.state import encoder_history, fit_initial_state
 
-__all__ = ["CHUNK_SAMPLES", "RunSimulator", "window_starts"]
+__all__ = ["CHUNK_SAMPLES", "RunSimulator"]
 
 #: Samples (windows x window length) simulated per batched network call of ``predict``.
 CHUNK_SAMPLES = 2**17
-
-
-def window_starts(n_samples: int, n: int, steps_ahead: int) -> np.ndarray:
-    """Starts ``s`` of the windows whose last sample ``s + k - 1`` a prediction needs.
-
-    Samples ``n .. n + k - 1`` come from the simulation from ``n`` itself;
-    each later sample ``t`` from the window starting at ``t - k + 1``.
-    """
-    return np.arange(n + 1, n_samples - steps_ahead + 1)
 
 
 @dataclasses.dataclass
@@ -99,21 +88,50 @@ class RunSimulator:
 
     def predict(self, u: np.ndarray, y: np.ndarray, steps_ahead: int, n: int) -> np.ndarray:
         """The ``steps_ahead``-step prediction ``(N, n_outputs)`` (module docstring)."""
-        total, k = len(u), steps_ahead
+        return self.predictions(u, y, (steps_ahead,), n)[steps_ahead]
+
+    def predictions(
+        self, u: np.ndarray, y: np.ndarray, horizons: tuple[int, ...], n: int
+    ) -> dict[int, np.ndarray]:
+        """The prediction ``(N, n_outputs)`` of each horizon ``k`` in ``horizons``, by ``k``.
+
+        One simulation serves every horizon: the network classes' from the
+        first ``n`` samples; the lag classes' windows, one from each start
+        ``s``, run ``K = max(horizons)`` steps and each ``k`` reads step
+        ``t - s`` of the window from ``s = max(n, t - k + 1)``.
+        """
         if self.run.structure in NETWORK_CLASSES:
             y_sim = self.simulate(u, y[:n])
             if self.run.noise is None:
-                return y_sim
-            return y_sim + self.run.noise.predict(y - y_sim, k)
-        out = np.array(y, dtype=np.float64)
-        end = min(n + k, total)
-        out[n:end] = self.simulate(u[:end], y[:n])[n:end]
-        starts = window_starts(total, n, k)
-        chunk = max(1, CHUNK_SAMPLES // (n + k))
+                return {k: y_sim for k in horizons}
+            return {k: y_sim + self.run.noise.predict(y - y_sim, k) for k in horizons}
+        total = len(u)
+        steps = min(max(horizons), total - n)
+        sims = self._windows(u, y, n, steps)  # (total - n, steps, n_outputs), window from n + i
+        t = np.arange(n, total)
+        out = {}
+        for k in horizons:
+            start = np.maximum(n, t - k + 1)
+            y_k = np.array(y, dtype=np.float64)
+            y_k[n:] = sims[start - n, t - start]
+            out[k] = y_k
+        return out
+
+    def _windows(self, u: np.ndarray, y: np.ndarray, n: int, steps: int) -> np.ndarray:
+        """``(N - n, steps, n_outputs)``: from each start ``s = n + i``, ``steps`` simulated.
+
+        Each window's state comes from the ``n`` measured samples before
+        ``s``; inputs past the record's end repeat its last one (their
+        outputs are never read).
+        """
+        padded = np.concatenate([u, np.repeat(u[-1:], steps, axis=0)])
+        starts = np.arange(n, len(u))
+        out = np.empty((len(starts), steps, y.shape[1]))
+        chunk = max(1, CHUNK_SAMPLES // (n + steps))
         for i in range(0, len(starts), chunk):
             s = starts[i : i + chunk, None]
-            sims = self.simulate_windows(u[s + np.arange(-n, k)], y[s + np.arange(-n, 0)])
-            out[s[:, 0] + k - 1] = sims[:, -1]
+            sims = self.simulate_windows(padded[s + np.arange(-n, steps)], y[s + np.arange(-n, 0)])
+            out[i : i + len(s)] = sims[:, n:]
         return out
 
     def _from_start(self, u: np.ndarray) -> np.ndarray:

@@ -25,9 +25,10 @@ class Stub:
         y[: len(y_initial)] = y_initial
         return y
 
-    def predict(self, u, y, steps_ahead, n_initial):
-        out = y / (1.0 + steps_ahead)
-        out[:n_initial] = y[:n_initial]
+    def predictions(self, u, y, horizons, n_initial):
+        out = {k: y / (1.0 + k) for k in horizons}
+        for y_k in out.values():
+            y_k[:n_initial] = y[:n_initial]
         return out
 
 

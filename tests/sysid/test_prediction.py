@@ -9,7 +9,6 @@ import pytest
 
 from keras_mgu import datasets
 from keras_mgu.sysid import RecipeConfig, build_simulator, fit_initial_state, identify
-from keras_mgu.sysid.prediction import window_starts
 from keras_mgu.sysid.state import state_model
 from tests.helpers import NETWORK_CLASSES
 from tests.sysid.test_noise_model import reference_prediction
@@ -120,13 +119,6 @@ def test_one_step_prediction_is_closer_than_the_simulation(found):
     assert err(one) < err(result.simulate(test.u, test.y[:n]))
 
 
-def test_window_starts_cover_every_sample_once():
-    for total, n, k in ((30, 5, 1), (30, 5, 7), (30, 5, 25), (30, 5, 40)):
-        starts = window_starts(total, n, k)
-        covered = list(range(n, min(n + k, total))) + list(starts + k - 1)
-        assert sorted(covered) == list(range(n, total))
-
-
 @pytest.mark.parametrize(
     "kwargs, match",
     [
@@ -159,3 +151,15 @@ def test_batched_state_fit_equals_one_fit_per_history(rng):
         y_alone = sim.predict_on_batch([u[b : b + 1], alone[None]])
         np.testing.assert_allclose(y_batched, y_alone, atol=2e-3 * np.std(y))
         assert np.sqrt(np.mean((y_alone[0] - y[b]) ** 2)) < 0.2 * np.std(y)
+
+
+def assert_several_horizons_equal_one_prediction_each(test, result):
+    u, y, n = test.u[:40], test.y[:40], 6
+    several = result.predictions(u, y, (1, 3, 50), n_initial=n)
+    for k, y_k in several.items():
+        np.testing.assert_allclose(y_k, result.predict(u, y, k, n), rtol=1e-6, atol=1e-9)
+
+
+def test_several_horizons_at_once_equal_one_prediction_each(found, narx):
+    assert_several_horizons_equal_one_prediction_each(*found)
+    assert_several_horizons_equal_one_prediction_each(*narx)
