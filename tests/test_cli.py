@@ -71,9 +71,25 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     assert mgu["headline"]["rmse"] == mgu["rmse_benchmark"] != mgu["rmse"]
     assert mgu["headline"]["start"] == "the first 50 measured outputs"
     assert last_line_rmse(out) == pytest.approx(mgu["rmse_benchmark"], rel=1e-3)
-    assert "test RMSE below: the MGU's simulation from the first 50 measured outputs, from " \
+    # The report names the model it made: its class and cell, in every line and in results.json.
+    label = mgu["label"]
+    assert label == keras_mgu.cli.report.model_label(sysid.load(mgu["model_file"]))
+    assert label.split(" (")[0] in mgu["structures"]
+    assert f"test RMSE below: the {label}'s simulation from the first 50 measured outputs, from " \
         "sample 50" in out  # fmt: skip
-    assert "MGU test, free run from the estimation record's start state, all 256 samples" in out
+    assert (
+        f"{label} test, free run from the estimation record's start state, all 256 samples" in out
+    )
+    # The band's coverage, the ARX model's and the last-sample predictor's figures beside it.
+    assert mgu["band"]["level"] == 0.95 and set(mgu["band"]["coverage"]) == {
+        "simulation",
+        "1",
+        "10",
+    }
+    assert f"{label} test, band 0.95 (calibrated on validation)" in out
+    arx, last = mgu["reference"]["arx"], mgu["reference"]["last_sample"]
+    assert f"ARX one-step RMSE {keras_mgu.cli.report.fixed(arx['one_step'])}" in out
+    assert f"last-sample predictor RMSE {keras_mgu.cli.report.fixed(last)}" in out
     assert list(mgu["outputs"]) == ["y"] and mgu["outputs"]["y"]["rmse"] == mgu["rmse"]
     # Fit %, the k-step prediction and the residual analysis beside the RMSEs, as printed.
     assert len(mgu["fit_percent"]) == 1 and mgu["fit_percent"][0] < 100
@@ -108,8 +124,8 @@ def test_identify_scores_a_benchmark_in_its_protocol_unit(tmp_path, capsys, shar
     assert protocol["name"] == "cascaded_tanks" and protocol["unit"] == "V"
     assert mgu["n_initial"] == protocol["n_initial"] == 50
     assert mgu["rmse_in_unit"] == pytest.approx(mgu["rmse"] * protocol["scale"])
-    assert re.search(r"^MGU test RMSE in V: [0-9.]+ \(all\), [0-9.]+ \(from sample 50\)$", out,
-                     re.MULTILINE)  # fmt: skip
+    assert re.search(r"^[a-z+]+ \(MGU 4\) test RMSE in V: [0-9.]+ \(all\), [0-9.]+ "
+                     r"\(from sample 50\)$", out, re.MULTILINE)  # fmt: skip
     assert "| from sample 50 [V] |" in out
 
 
@@ -334,7 +350,7 @@ def test_runs_of_other_settings_into_one_folder_are_kept(tmp_path, capsys):
     assert runs["mgu_h3-2_lr0.005"]["config"]["units"] == [3, 2]
     for name in runs:
         assert (tmp_path / name / "training.png").exists()
-    assert "| MGU | mgu_h3-2_lr0.005/ |" in capsys.readouterr().out
+    assert re.search(r"\| [a-z+]+ \(MGU 3-2\) \| mgu_h3-2_lr0.005/ \|", capsys.readouterr().out)
 
 
 @BACKEND_INDEPENDENT
@@ -650,10 +666,20 @@ def model_file(tmp_path_factory):
     return found.save(tmp_path_factory.mktemp("model") / "mgu.kmgu"), found, data
 
 
-def read_simulation(path) -> tuple[list[str], np.ndarray]:
+def read_simulation(path, bands: bool = False) -> tuple[list[str], np.ndarray]:
+    """The CSV file's header and values; without ``bands``, the trajectories alone (no _lo, _hi)."""
     with open(path) as f:
         header = f.readline().strip().split(",")
-    return header, np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    values = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    if bands:
+        return header, values
+    keep = [i for i, name in enumerate(header) if not name.endswith(("_lo", "_hi"))]
+    return [header[i] for i in keep], values[:, keep]
+
+
+def column(path, name: str) -> np.ndarray:
+    header, values = read_simulation(path, bands=True)
+    return values[:, header.index(name)]
 
 
 def test_simulate_writes_the_simulation_and_prints_the_scores(model_file, tmp_path, capsys):
@@ -663,16 +689,31 @@ def test_simulate_writes_the_simulation_and_prints_the_scores(model_file, tmp_pa
     argv = ["simulate", "--model", path, "--data", csv, "--out", str(tmp_path / "sim.csv")]
     assert main([*argv, "--n-initial", "7"]) == 0
     out = capsys.readouterr().out
-    header, values = read_simulation(tmp_path / "sim.csv")
-    assert header == ["y_sim", "y_sim_from7"]  # the free run is always y_sim
+    header, values = read_simulation(tmp_path / "sim.csv", bands=True)
+    trajectories = ["y_sim", "y_sim_from7"]  # the free run is always y_sim
+    assert header == [f"{c}{b}" for c in trajectories for b in ("", "_lo", "_hi")]
     np.testing.assert_allclose(values[:, :1], found.simulate(test.u), rtol=1e-7)
-    want = found.simulate(test.u, test.y[:7])  # the state set from the first 7 outputs
-    np.testing.assert_allclose(values[:, 1:], want, rtol=1e-7)
+    want = found.simulate(test.u, test.y[:7], band=0.95)  # the state set from the first 7 outputs
+    for i, part in enumerate(want):
+        np.testing.assert_allclose(values[:, 3 + i : 4 + i], part, rtol=1e-7)
+    free = found.simulate(test.u, band=0.95)
+    np.testing.assert_allclose(values[:, 1:3], np.hstack([free.lower, free.upper]), rtol=1e-7)
     free = sysid.score(test.y, found.simulate(test.u), "all")
-    assert re.search(rf"^RMSE: {free:.6g}, fit [-0-9.]+ % \(all 160 samples", out, re.M), out
-    from_7 = sysid.score(test.y, want, "benchmark", 7)
-    assert re.search(rf"^RMSE: {from_7:.6g}, fit [-0-9.]+ % \(from sample 7,", out, re.M), out
+    lines = out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("RMSE: "))
+    from_7 = sysid.score(test.y, want.y, "benchmark", 7)
+    # A new experiment is judged first by its simulation from its own measured outputs.
+    assert re.match(rf"RMSE: {from_7:.6g}, fit [-0-9.]+ % \(from sample 7,", lines[first]), out
+    assert re.match(rf"RMSE: {free:.6g}, fit [-0-9.]+ % \(all 160 samples", lines[first + 1]), out
+    assert re.search(r"^band 0.95: share of the samples inside it [0-9.]+ \(simulation\)", out,
+                     re.M), out  # fmt: skip
     assert out.strip().splitlines()[-1] == f"simulation: {tmp_path / 'sim.csv'}"
+    # --band 0: the trajectories alone; no --n-initial: the simulation from the model's n, 50.
+    assert main([*argv, "--band", "0"]) == 0
+    header, values = read_simulation(tmp_path / "sim.csv", bands=True)
+    assert header == ["y_sim", "y_sim_from50"]
+    np.testing.assert_allclose(values[:, 1:], found.simulate(test.u, test.y[:50]), rtol=1e-7)
+    assert exit_status([*argv, "--band", "1.5"]) == 2
 
 
 def test_simulate_without_outputs_runs_from_the_learned_state(model_file, tmp_path, capsys):
@@ -706,7 +747,7 @@ def test_simulate_reads_the_data_formats_of_identify(model_file, tmp_path, suffi
         file.write_text("y;u\n" + "".join(f"{b!r};{a!r}\n" for a, b in zip(u.tolist(), y.tolist())))
     out = tmp_path / "sim.csv"
     assert main(["simulate", "--model", path, "--data", str(file), "--out", str(out)]) == 0
-    np.testing.assert_allclose(read_simulation(out)[1], found.simulate(data.test.u), rtol=1e-7)
+    np.testing.assert_allclose(column(out, "y_sim"), found.simulate(data.test.u)[:, 0], rtol=1e-7)
 
 
 def test_simulate_and_export_refuse_bad_files(model_file, tmp_path, capsys):
