@@ -340,6 +340,19 @@ def test_identified_model_exports_as_an_onnx_simulator(identified, kind, members
     path = str(tmp_path / "simulator.onnx")
     export_simulator(found, path)
     assert_same_simulation(path, found, data.test.u, data.test.y)
+    assert_band_in_metadata(path, found)
+
+
+def assert_band_in_metadata(path, found):
+    """The file's metadata carries the simulation's band half-widths, as the model file's."""
+    import json
+
+    import onnx
+
+    props = {p.key: p.value for p in onnx.load(path, load_external_data=False).metadata_props}
+    for level in (0.9, 0.95, 0.99):
+        widths = json.loads(props[f"keras_mgu.band_half_width.{level:g}"])
+        np.testing.assert_allclose(widths, found.band.half_width(level), rtol=1e-12)
 
 
 @needs_onnx

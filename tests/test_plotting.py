@@ -186,6 +186,27 @@ def test_simulation_plot_has_one_panel_per_output_by_name(tmp_path):
         plot_simulation(t, y, y_sim, tmp_path / "sim.pdf")
 
 
+def test_simulation_plot_shades_the_band_and_draws_a_reference_beside(tmp_path):
+    from keras_mgu.plotting import simulation_figure
+
+    t = np.arange(50) * 0.1
+    y = np.stack([np.sin(t), np.cos(t)], axis=1)
+    y_sim, width = y + 0.05, np.array([0.2, 0.4])
+    band = (y_sim - width, y_sim + width)
+    fig = simulation_figure(t, y, y_sim, ("a", "b"), band=band, others=[("ARX", y - 0.1)])
+    for i, ax in enumerate(fig.axes):
+        (shade,) = ax.collections
+        vertices = shade.get_paths()[0].vertices[:, 1]
+        assert vertices.min() == pytest.approx((y_sim[:, i] - width[i]).min())
+        assert vertices.max() == pytest.approx((y_sim[:, i] + width[i]).max())
+        labels = [line.get_label() for line in ax.get_lines()]
+        assert labels == ["measured", "simulation", "ARX"]
+        np.testing.assert_allclose(ax.get_lines()[2].get_ydata(), y[:, i] - 0.1)
+    residual = simulation_figure(t, y, y_sim, ("a", "b"), residual=True, band=band)
+    vertices = residual.axes[1].collections[0].get_paths()[0].vertices[:, 1]
+    assert vertices.min() == pytest.approx(-0.4) and vertices.max() == pytest.approx(0.4)
+
+
 def test_residual_analysis_plot_has_a_column_per_output(tmp_path):
     from keras_mgu.plotting import plot_residual_analysis, residual_analysis_figure
     from keras_mgu.sysid import residual_analysis
