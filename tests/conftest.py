@@ -6,6 +6,11 @@
   with whatever backend is active where TensorFlow is not installed; on the
   other backends it is skipped with that reason. Whole modules say
   ``pytestmark = BACKEND_INDEPENDENT`` (``tests.helpers``).
+* ``end_to_end``: a whole workflow (an example, the README's lines, the
+  command line's full identification, a benchmark run) whose backend-dependent
+  pieces the unit tests check on every backend: it runs once, like the
+  backend-independent tests, and is skipped on the other backends with that
+  reason (``tests.helpers.END_TO_END``).
 * ``serial``: the test measures wall-clock time (budgets) and must not share
   the machine with other tests. Under ``pytest -n N`` (pytest-xdist) it waits
   until no other test of any worker runs, and no other test starts until it
@@ -42,12 +47,16 @@ def _runs_backend_independent_tests() -> bool:
 def pytest_collection_modifyitems(config, items):
     if _runs_backend_independent_tests():
         return
-    skip = pytest.mark.skip(
-        reason=f"backend-independent subject; runs with the {INDEPENDENT_SUITE_BACKEND} suite"
-    )
+    reasons = {
+        "backend_independent": "backend-independent subject",
+        "end_to_end": "a whole workflow, its pieces tested on every backend",
+    }
     for item in items:
-        if item.get_closest_marker("backend_independent"):
-            item.add_marker(skip)
+        for marker, reason in reasons.items():
+            if item.get_closest_marker(marker):
+                suite = f"runs with the {INDEPENDENT_SUITE_BACKEND} suite"
+                item.add_marker(pytest.mark.skip(reason=f"{reason}; {suite}"))
+                break
 
 
 #: Lock files shared by every pytest process of this user on the machine.

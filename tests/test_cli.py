@@ -17,7 +17,7 @@ import keras_mgu.sysid
 from keras_mgu import datasets, sysid
 from keras_mgu.cli import main
 from keras_mgu.export import ONNX_PACKAGES
-from tests.helpers import BACKEND_INDEPENDENT, NETWORK_CLASSES
+from tests.helpers import BACKEND_INDEPENDENT, END_TO_END, NETWORK_CLASSES
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 #: A tiny run of every class (the default), and one of the recurrent network's two classes alone.
@@ -40,6 +40,7 @@ def last_line_rmse(output: str) -> float:
     return float(match.group(1))
 
 
+@END_TO_END
 def test_identify_quick_writes_results(tmp_path, capsys):
     backend = keras.backend.backend()
     argv = ["identify", *EVERY_CLASS, "--backend", backend, "--out", str(tmp_path)]

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from keras_mgu import sysid
-from tests.helpers import BACKEND_INDEPENDENT
+from tests.helpers import BACKEND_INDEPENDENT, END_TO_END
+
+pytestmark = END_TO_END
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 

@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.helpers import BACKEND_INDEPENDENT
+from tests.helpers import BACKEND_INDEPENDENT, END_TO_END
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 MAPPING_HEADING = "## From a custom MATLAB training loop to keras-mgu"
@@ -74,6 +74,7 @@ def ten_lines() -> str:
     )
 
 
+@END_TO_END
 def test_readme_ten_lines_run_save_load_and_simulate(tmp_path, monkeypatch):
     """The first screen's example as printed, on tiny settings: the model file round trip."""
     code = replace_once(ten_lines(), "tanks(seed=0)", "tanks(256, seed=0)")
@@ -86,6 +87,7 @@ def test_readme_ten_lines_run_save_load_and_simulate(tmp_path, monkeypatch):
     assert namespace["model"].layers[0].__class__.__name__ == "MGU"
 
 
+@END_TO_END
 def test_readme_ten_lines_run_on_a_file_of_ones_own(tmp_path, monkeypatch):
     """The data line's alternative, a header-less ``run.txt``, runs the example through."""
     from keras_mgu import datasets

@@ -33,6 +33,19 @@ def test_backend_independent_tests_are_skipped_on_the_other_backends(monkeypatch
         assert "runs with the tensorflow suite" in skip.kwargs["reason"]
 
 
+@pytest.mark.parametrize("runs_here", [True, False])
+def test_end_to_end_workflows_run_once_like_them(monkeypatch, runs_here):
+    monkeypatch.setattr(conftest, "_runs_backend_independent_tests", lambda: runs_here)
+    workflow, dependent = _Item("end_to_end"), _Item()
+    conftest.pytest_collection_modifyitems(None, [workflow, dependent])
+    skip = workflow.get_closest_marker("skip")
+    assert (skip is None) == runs_here and dependent.get_closest_marker("skip") is None
+    if skip is not None:
+        assert skip.kwargs["reason"] == (
+            "a whole workflow, its pieces tested on every backend; runs with the tensorflow suite"
+        )
+
+
 def test_the_rule_runs_them_with_tensorflow_or_wherever_it_is_missing(monkeypatch):
     monkeypatch.setattr(conftest.keras.backend, "backend", lambda: "jax")
     monkeypatch.setattr(conftest.importlib.util, "find_spec", lambda name: object())

@@ -9,7 +9,7 @@ import pytest
 
 from keras_mgu.datasets import Normalizer, zoo_plant
 from keras_mgu.sysid import Identification, select_linear_model
-from tests.helpers import BACKEND_INDEPENDENT
+from tests.helpers import BACKEND_INDEPENDENT, END_TO_END
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
@@ -221,6 +221,7 @@ def test_zoo_commands_give_each_config_its_own_line(tmp_path):
     )
 
 
+@END_TO_END
 def test_a_zoo_run_scores_every_restart_within_and_beyond(monkeypatch):
     """Two restarts of 4 iterations on 400 samples: ~10 s of CPU, most of it compiling the
     simulations of every record the run scores (up to a minute on a loaded machine)."""

@@ -8,7 +8,7 @@ import pytest
 
 from keras_mgu import datasets
 from keras_mgu.sysid import RecipeConfig, identify
-from tests.helpers import NETWORK_CLASSES
+from tests.helpers import END_TO_END, NETWORK_CLASSES
 
 TINY = RecipeConfig(
     units=(4,),
@@ -26,6 +26,7 @@ def _load(shared_data_dir, name):
     return datasets.load_benchmark(name, folder)
 
 
+@END_TO_END
 @pytest.mark.parametrize("name, n", [("wh2009", 50), ("emps", 20)])
 def test_long_records_train_from_the_encoder_and_score_under_their_protocol(
     shared_data_dir, name, n
