@@ -91,6 +91,9 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     arx, last = mgu["reference"]["arx"], mgu["reference"]["last_sample"]
     assert f"ARX one-step RMSE {keras_mgu.cli.report.fixed(arx['one_step'])}" in out
     assert f"last-sample predictor RMSE {keras_mgu.cli.report.fixed(last)}" in out
+    warning = mgu["warning"]  # the one line printed where no network beats the ARX model
+    assert (warning is None) == ("warning: no network beats" not in out)
+    assert warning is None or warning in out
     assert list(mgu["outputs"]) == ["y"] and mgu["outputs"]["y"]["rmse"] == mgu["rmse"]
     # Fit %, the k-step prediction and the residual analysis beside the RMSEs, as printed.
     assert len(mgu["fit_percent"]) == 1 and mgu["fit_percent"][0] < 100

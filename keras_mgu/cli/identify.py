@@ -586,13 +586,15 @@ def results_row(
     ``headline``: the score to quote and where its simulation starts,
     ``outputs``: each output's scores by name, ``band``: the band's level and
     coverage, ``reference``: the ARX model's and the last-sample predictor's
-    RMSE (:class:`~keras_mgu.sysid.Evaluation`);
+    RMSE (:class:`~keras_mgu.sysid.Evaluation`), ``warning``: the line that
+    says no network beats the ARX model on the choice, or None;
     with a protocol, the RMSEs also in its unit (``*_in_unit``).
     ``validation_rmse``: each run's validation RMSE (standardised units), what
     the runs are chosen on; ``stopping_scores``: each run's best early-stopping
     score (the network's units); ``wall_seconds``: the training's wall time,
     ``cpu_seconds``: the CPU time of this process over it.
     """
+    from keras_mgu.sysid.recipe import linear_not_beaten
     from keras_mgu.sysid.selection import member_weights
 
     scores = evaluation.to_dict()
@@ -621,6 +623,7 @@ def results_row(
         "outputs": scores["outputs"],
         "band": scores["band"],
         "reference": scores["reference"],
+        "warning": linear_not_beaten(found.class_table),
     }
     if protocol is not None:
         row["rmse_in_unit"] = row["rmse"] * protocol.scale

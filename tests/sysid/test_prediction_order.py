@@ -1,0 +1,36 @@
+"""Every class's k-step prediction is a prediction: closer a step ahead than ten, ten than the
+simulation, and a step ahead closer than the last measured sample."""
+
+import numpy as np
+import pytest
+
+from keras_mgu import datasets
+from keras_mgu.sysid import RecipeConfig, identify, rmse
+from keras_mgu.sysid.config import MODEL_CLASSES
+
+SHORT = RecipeConfig(units=(8,), iterations=150, validation_checks=5)
+
+
+@pytest.fixture(scope="module")
+def found():
+    """One run of every class on a Duffing oscillator, with the defaults but short training."""
+    plant = datasets.zoo_plant("duffing", n_samples=600, seed=0)
+    return plant.data, identify(plant.data, SHORT, restarts=1, seed=0)
+
+
+@pytest.mark.parametrize("name", MODEL_CLASSES)
+def test_prediction_errs_less_the_nearer_its_measured_samples(found, name):
+    data, result = found
+    runs = [k for k, run in enumerate(result.runs) if run.structure == name]
+    if not runs:  # linear+network is tried only where the linear model explains validation
+        assert name == "linear+network"
+        pytest.skip("the linear model does not explain this record's validation")
+    alone, test = result.run_alone(runs[0]), data.test
+    n = alone.resolve_n_initial()
+    u, y = test.u, test.y
+    score = lambda y_hat: rmse(y[n:], y_hat[n:])  # noqa: E731
+    pred = alone.predictions(u, y, (1, 10), n)
+    one, ten, free = score(pred[1]), score(pred[10]), score(alone.simulate(u, y[:n]))
+    assert one <= 1.05 * ten and ten <= 1.05 * free, (one, ten, free)
+    assert one < rmse(y[n:], y[n - 1 : -1])  # the last-sample predictor
+    assert np.isfinite(free)
