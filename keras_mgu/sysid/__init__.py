@@ -43,6 +43,10 @@
 * :mod:`~keras_mgu.sysid.window_training`: training on short windows started
   from measured outputs; :mod:`~keras_mgu.sysid.lag_classes`: their settings
   and one run in the recipe (``RecipeConfig(model_classes=...)``).
+* :mod:`~keras_mgu.sysid.noise_model`: the autoregression of a network
+  class's simulation residual that its k-step prediction adds;
+  :mod:`~keras_mgu.sysid.band`: the band around every simulation and
+  prediction, calibrated on the validation record.
 
 Example::
 
@@ -53,14 +57,17 @@ Example::
     y_sim = result.simulate(data.test.u, y_initial=data.test.y[:5])
     print(result.score(data.test), result.score(data.test, "benchmark"))
     y_5 = result.predict(data.test.u, data.test.y, steps_ahead=5)  # 5-step-ahead
+    y, lower, upper = result.simulate(data.test.u, data.test.y[:5], band=0.95)
     print(sysid.fit_percent(data.test.y, y_sim))
 """
 
 from keras_mgu.sysid.config import RecipeConfig
+from keras_mgu.sysid.band import Band, Trajectory, calibrate_band
 from keras_mgu.sysid.evaluation import Evaluation, evaluate
 from keras_mgu.sysid.identification import Identification, load
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
 from keras_mgu.sysid.model import LearnedInitialState, build_simulator
+from keras_mgu.sysid.noise_model import NoiseModel, fit_noise_model
 from keras_mgu.sysid.population import PlannedRun, population_groups, train_population
 from keras_mgu.sysid.recipe import RunResult, Structure, identify, structures, train_simulator
 from keras_mgu.sysid.residuals import ResidualAnalysis, residual_analysis
@@ -74,6 +81,7 @@ from keras_mgu.sysid.tuning import DEFAULT_SPACE, TuneResult, check_space, tune
 from keras_mgu.sysid.windows import TrainingWindows
 
 __all__ = [
+    "Band",
     "CONVENTIONS",
     "DEFAULT_SPACE",
     "Evaluation",
@@ -81,6 +89,7 @@ __all__ = [
     "LearnedInitialState",
     "LinearModel",
     "ModelFileError",
+    "NoiseModel",
     "PlannedRun",
     "RecipeConfig",
     "ResidualAnalysis",
@@ -89,13 +98,16 @@ __all__ = [
     "SignalPath",
     "Structure",
     "TrainingEstimate",
+    "Trajectory",
     "TrainingWindows",
     "TuneResult",
     "build_simulator",
+    "calibrate_band",
     "check_space",
     "estimate_training",
     "evaluate",
     "fit_initial_state",
+    "fit_noise_model",
     "fit_percent",
     "greedy_ensemble",
     "identify",
