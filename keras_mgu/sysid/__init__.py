@@ -61,8 +61,8 @@ Example::
     print(sysid.fit_percent(data.test.y, y_sim))
 """
 
-from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.band import Band, Trajectory, calibrate_band
+from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.evaluation import Evaluation, evaluate
 from keras_mgu.sysid.identification import Identification, load
 from keras_mgu.sysid.linear import LinearModel, select_linear_model
