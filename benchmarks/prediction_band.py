@@ -6,7 +6,8 @@ model on the test record with ``sysid.evaluate`` (``n``: the protocol's, else
 50; the band at 0.95): the RMSE of the 1- and 10-step predictions and of the
 simulation from the first ``n`` measured outputs, the last-sample predictor's
 and the ARX reference's (simulation, one step), and the share of the test
-samples inside each band. Each run goes to
+samples inside each band; and for every class (its first run alone) the
+RMSE of its 1- and 10-step predictions and of its simulation. Each run goes to
 ``--out/RECORD/BACKEND_seedS.json``; ``--report`` prints the table of
 ``benchmarks/RESULTS.md`` ("Prediction and band").
 
@@ -33,6 +34,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(HERE, "results", "prediction_band")
 LEVEL = 0.95
+CLASSES = ("network", "linear+network", "narx", "loop", "linear")
 ZOO = "zoo:"
 
 
@@ -59,12 +61,21 @@ def run_one(record: str, seed: int, data_root: str) -> dict:
     ev = sysid.evaluate(found, test.u, test.y, n, steps_ahead=10, band=LEVEL)
     one = sysid.rmse(test.y[n:], found.predict(test.u, test.y, 1, n)[n:])
     scale = 1.0 if data.protocol is None else data.protocol.scale
+    classes = {}
+    for k, run in enumerate(found.runs):
+        if run.structure in classes:
+            continue
+        alone = found.run_alone(k)
+        pred = alone.predictions(test.u, test.y, (1, 10), n)
+        free = alone.simulate(test.u, test.y[:n])
+        classes[run.structure] = [sysid.rmse(test.y[n:], y_hat[n:]) for y_hat in
+                                  (pred[1], pred[10], free)]  # fmt: skip
     return {
         "record": record, "seed": seed, "backend": keras.backend.backend(),
         "seconds": seconds, "chosen": found.runs[found.best].structure, "scale": scale,
         "rmse_1": one, "rmse_10": ev.prediction["rmse"], "rmse_free": ev.from_n["rmse"],
         "last_sample": ev.reference["last_sample"], "arx": ev.reference["arx"],
-        "coverage": ev.band["coverage"], "level": LEVEL,
+        "coverage": ev.band["coverage"], "level": LEVEL, "classes": classes,
     }  # fmt: skip
 
 
@@ -118,6 +129,26 @@ def report(args: argparse.Namespace) -> None:
         print("| " + " | ".join(str(x) for x in cells) + " |")
 
 
+def class_report(args: argparse.Namespace) -> None:
+    """Per record and class: whether RMSE(1) <= RMSE(10) <= RMSE(simulation), within 5 %."""
+    print("\n| record | seed | " + " | ".join(CLASSES) + " |")
+    print("|---" * (len(CLASSES) + 2) + "|")
+    for path in sorted(glob.glob(os.path.join(args.out, "*", "*.json"))):
+        with open(path) as f:
+            r = json.load(f)
+        if "classes" not in r:
+            continue
+        cells = []
+        for name in CLASSES:
+            if name not in r["classes"]:
+                cells.append("-")
+                continue
+            one, ten, free = r["classes"][name]
+            ok = one <= 1.05 * ten and ten <= 1.05 * free and one < r["last_sample"]
+            cells.append(f"{'yes' if ok else '**no**'} ({one:.3g} / {ten:.3g} / {free:.3g})")
+        print(f"| {r['record']} | {r['seed']} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", default="jax")
@@ -127,7 +158,11 @@ def main() -> None:
     parser.add_argument("--out", default=DEFAULT_OUT)
     parser.add_argument("--report", action="store_true")
     args = parser.parse_args()
-    report(args) if args.report else run(args)
+    if args.report:
+        report(args)
+        class_report(args)
+    else:
+        run(args)
 
 
 if __name__ == "__main__":

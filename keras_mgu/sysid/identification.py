@@ -20,7 +20,7 @@ import numpy as np
 from keras_mgu.datasets import Normalizer, Protocol, Record
 from keras_mgu.sysid import saving
 from keras_mgu.sysid.band import Band, Trajectory, calibrate_band, check_level
-from keras_mgu.sysid.config import RecipeConfig
+from keras_mgu.sysid.config import NETWORK_CLASSES, RecipeConfig
 from keras_mgu.sysid.prediction import RunSimulator
 from keras_mgu.sysid.scoring import score
 from keras_mgu.sysid.selection import equal_weights, error_rmse
@@ -250,6 +250,25 @@ class Identification:
                 "`found = found.with_band(record)`."
             )
         return level
+
+    def with_window_horizons(
+        self, record: Record, n_initial: int | None = None
+    ) -> Identification:
+        """This identification with its lag-class members' window horizons chosen on ``record``.
+
+        Each averaged (or the chosen) lag-class run predicts from the
+        measured lags up to the horizon where, on ``record`` (one the networks
+        did not train on), that errs less than its simulation with the noise
+        model (:meth:`~keras_mgu.sysid.prediction.RunSimulator.choose_window_horizon`).
+        """
+        n = min(self.resolve_n_initial(n_initial), record.n_samples - 1)
+        runs = list(self.runs)
+        for k in set(self.members or (self.best,)):
+            if runs[k].structure in NETWORK_CLASSES or runs[k].noise is None:
+                continue
+            limit = RunSimulator(runs[k], self.start).choose_window_horizon(record.u, record.y, n)
+            runs[k] = dataclasses.replace(runs[k], window_horizon=limit)
+        return dataclasses.replace(self, runs=runs)
 
     def with_band(self, record: Record, n_initial: int | None = None) -> Identification:
         """This identification with its band calibrated on ``record`` (:func:`calibrate_band`).

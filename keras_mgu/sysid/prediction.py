@@ -21,7 +21,15 @@ and ``s(t) = max(n, t - k + 1)``::
     y_pred[t] = simulate(u[s-n : t+1], y[s-n : s])[-1]      for t >= n
     y_pred[t] = y[t]                                        for t <  n
 
-the state at ``s`` estimated from the ``n`` measured samples before it, as
+That prediction carries the noise of the measured lags into each window:
+on a plant measured with noise, a lag class's prediction ten steps ahead
+can err more than its simulation. So a lag class predicts from the lags
+only up to its *window horizon*, chosen on the validation record
+(:meth:`RunSimulator.choose_window_horizon`: the horizons of
+:data:`WINDOW_HORIZONS` where the windows err less than the simulation with
+the noise model), and longer horizons as a network class does.
+
+The state at ``s`` is estimated from the ``n`` measured samples before it, as
 :meth:`~keras_mgu.sysid.Identification.simulate` estimates it from
 ``y_initial``, then ``t - s + 1 <= k`` steps run free. ``k = 1`` is the
 one-step-ahead prediction; ``k >= N - n`` is the simulation from the first
@@ -46,6 +54,10 @@ __all__ = ["CHUNK_SAMPLES", "RunSimulator"]
 
 #: Samples (windows x window length) simulated per batched network call of ``predict``.
 CHUNK_SAMPLES = 2**17
+#: The horizons a lag class's two predictors are compared on (``choose_window_horizon``).
+WINDOW_HORIZONS = (1, 2, 5, 10, 20, 50, 100)
+#: The window horizon of a run whose windows err less at every horizon compared.
+WINDOW_ALWAYS = 2**31 - 1
 
 
 @dataclasses.dataclass
@@ -95,16 +107,42 @@ class RunSimulator:
     ) -> dict[int, np.ndarray]:
         """The prediction ``(N, n_outputs)`` of each horizon ``k`` in ``horizons``, by ``k``.
 
-        One simulation serves every horizon: the network classes' from the
-        first ``n`` samples; the lag classes' windows, one from each start
-        ``s``, run ``K = max(horizons)`` steps and each ``k`` reads step
-        ``t - s`` of the window from ``s = max(n, t - k + 1)``.
+        Horizons up to the run's window horizon (a lag class's) come from
+        the windows (:meth:`window_predictions`), the others from one
+        simulation and the noise model (:meth:`noise_predictions`).
         """
+        limit = self.window_horizon
+        windowed = tuple(k for k in horizons if k <= limit)
+        out = self.window_predictions(u, y, windowed, n) if windowed else {}
+        rest = tuple(k for k in horizons if k > limit)
+        return {**out, **(self.noise_predictions(u, y, rest, n) if rest else {})}
+
+    @property
+    def window_horizon(self) -> float:
+        """The longest horizon predicted from measured lags: 0 for the network classes."""
         if self.run.structure in NETWORK_CLASSES:
-            y_sim = self.simulate(u, y[:n])
-            if self.run.noise is None:
-                return {k: y_sim for k in horizons}
-            return {k: y_sim + self.run.noise.predict(y - y_sim, k) for k in horizons}
+            return 0
+        limit = self.run.window_horizon
+        return float("inf") if limit is None else limit
+
+    def noise_predictions(
+        self, u: np.ndarray, y: np.ndarray, horizons: tuple[int, ...], n: int
+    ) -> dict[int, np.ndarray]:
+        """``y_sim + e_hat(t | t - k)`` for each ``k``, from one simulation (module docstring)."""
+        y_sim = self.simulate(u, y[:n])
+        if self.run.noise is None:
+            return {k: y_sim for k in horizons}
+        return {k: y_sim + self.run.noise.predict(y - y_sim, k) for k in horizons}
+
+    def window_predictions(
+        self, u: np.ndarray, y: np.ndarray, horizons: tuple[int, ...], n: int
+    ) -> dict[int, np.ndarray]:
+        """Each ``k``'s prediction from the measured lags (module docstring).
+
+        One window from each start ``s`` runs ``K = max(horizons)`` steps,
+        and each ``k`` reads step ``t - s`` of the window from ``s = max(n,
+        t - k + 1)``.
+        """
         total = len(u)
         steps = min(max(horizons), total - n)
         sims = self._windows(u, y, n, steps)  # (total - n, steps, n_outputs), window from n + i
@@ -133,6 +171,27 @@ class RunSimulator:
             sims = self.simulate_windows(padded[s + np.arange(-n, steps)], y[s + np.arange(-n, 0)])
             out[i : i + len(s)] = sims[:, n:]
         return out
+
+    def choose_window_horizon(self, u: np.ndarray, y: np.ndarray, n: int) -> int:
+        """The longest horizon of :data:`WINDOW_HORIZONS` up to which the windows err less.
+
+        On a record the run did not train on (``u``, ``y``, the validation
+        record): the largest ``K`` such that for every calibrated ``k <= K``
+        the prediction from the measured lags has an RMSE at most that of the
+        simulation with the noise model (0: none).
+        """
+        ks = tuple(k for k in WINDOW_HORIZONS if k < len(y) - n)
+        if not ks:
+            return 0
+        windows = self.window_predictions(u, y, ks, n)
+        noise = self.noise_predictions(u, y, ks, n)
+        rmse = lambda y_hat: float(np.sqrt(np.mean((y_hat[n:] - y[n:]) ** 2)))  # noqa: E731
+        limit = 0
+        for k in ks:
+            if not rmse(windows[k]) <= rmse(noise[k]):
+                break
+            limit = k
+        return limit if limit < ks[-1] else WINDOW_ALWAYS
 
     def _from_start(self, u: np.ndarray) -> np.ndarray:
         path, config = self.run.path, self.run.config

@@ -23,7 +23,7 @@ import numpy as np
 
 from keras_mgu.datasets import Normalizer, Record, SysIdData
 from keras_mgu.sysid.capacity import choose_capacity
-from keras_mgu.sysid.config import DEFAULT_MODEL_CLASSES, NETWORK_CLASSES, RecipeConfig
+from keras_mgu.sysid.config import DEFAULT_MODEL_CLASSES, RecipeConfig
 from keras_mgu.sysid.identification import Identification
 from keras_mgu.sysid.lag_classes import LAG_CLASSES, lag_config, lag_orders, train_lag_run
 from keras_mgu.sysid.linear import LINEAR_SHARE_MAX, LinearModel, select_linear_model
@@ -238,7 +238,7 @@ def identify(
         protocol=data.protocol, capacity_table=capacity_table,
         class_table=class_table(runs, options, arx), arx=arx,
     )  # fmt: skip
-    found = found.with_band(data.validation)
+    found = found.with_window_horizons(data.validation).with_band(data.validation)
     if verbose:
         print(describe_class_table(found.class_table, winner.name), flush=True)
     return found
@@ -451,7 +451,7 @@ class _Trainer:
         horizon = np.concatenate(horizons) if horizons else np.zeros((0, error.shape[1]))
         test_like = single.test_like_error(self.data.validation)
         noise = None
-        if option.name in NETWORK_CLASSES and np.all(np.isfinite(test_like)):
+        if np.all(np.isfinite(test_like)):
             noise = fit_noise_model([h for h in horizons if np.all(np.isfinite(h))], test_like)
         run = dataclasses.replace(
             run, validation_error=error, validation_rmse=error_rmse(error),

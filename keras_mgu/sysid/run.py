@@ -67,9 +67,12 @@ class RunResult:
     record from its first measured samples, and ``choice_error`` the error
     :func:`identify` chooses runs by (validation and that horizon, equally
     weighted; :meth:`~keras_mgu.sysid.Identification.choice_error`), whose
-    RMSE is :attr:`choice_rmse`. ``noise`` (network classes) is the
-    autoregression of its simulation residual that its k-step prediction
-    adds (:mod:`~keras_mgu.sysid.noise_model`); None: no correction.
+    RMSE is :attr:`choice_rmse`. ``noise`` is the autoregression of its
+    simulation residual that its k-step prediction adds
+    (:mod:`~keras_mgu.sysid.noise_model`; None: no correction), and
+    ``window_horizon`` (lag classes) the longest horizon predicted from the
+    measured lags instead, chosen on validation (None: every horizon; see
+    :mod:`~keras_mgu.sysid.prediction`).
     """
 
     model: keras.Model
@@ -87,6 +90,7 @@ class RunResult:
     horizon_rmse: float = float("nan")
     choice_error: np.ndarray | None = None
     noise: NoiseModel | None = None
+    window_horizon: int | None = None
 
     @property
     def choice_rmse(self) -> float:

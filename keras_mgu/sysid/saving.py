@@ -189,6 +189,7 @@ def _run_entry(run: Any, k: int | str) -> dict:
         "has_linear": path.linear is not None,
         "has_validation_error": run.validation_error is not None,
         "has_noise": run.noise is not None,
+        "window_horizon": run.window_horizon,
         "network": _network_name(k),
     }
 
@@ -289,6 +290,7 @@ def _run(archive: zipfile.ZipFile, entry: dict, k: int | str, arrays: dict) -> R
         structure=entry["structure"],
         path=path,
         noise=noise,
+        window_horizon=entry.get("window_horizon"),  # absent from files saved before it
     )
 
 

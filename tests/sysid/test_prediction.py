@@ -37,7 +37,9 @@ def reference(found, u, y, k, n):
     preds = []
     for run in counts:
         alone = found.run_alone(run)
-        if alone.runs[run].structure in NETWORK_CLASSES:
+        limit = alone.runs[run].window_horizon
+        limit = float("inf") if limit is None else limit
+        if alone.runs[run].structure in NETWORK_CLASSES or k > limit:
             sim = alone.simulate(u, y[:n])
             a, e = alone.runs[run].noise.coefficients, y - sim
             preds.append(sim + np.stack(
@@ -70,13 +72,39 @@ def test_k_step_prediction_follows_its_definition(found, k):
     np.testing.assert_array_equal(got[:n], y[:n])
 
 
+@pytest.mark.parametrize("limit", [None, 0, 2])
 @pytest.mark.parametrize("k", [1, 4])
-def test_lag_class_prediction_starts_from_the_measured_lags(narx, k):
+def test_lag_class_prediction_starts_from_the_measured_lags_up_to_its_window_horizon(
+    narx, k, limit
+):
+    """Up to the window horizon from the measured lags, beyond it as a network class."""
     test, result = narx
+    run = dataclasses.replace(result.runs[0], window_horizon=limit)
+    result = dataclasses.replace(result, runs=[run])
     u, y, n = test.u[:28], test.y[:28], 6
     got = result.predict(u, y, steps_ahead=k, n_initial=n)
-    assert result.runs[0].noise is None
+    assert run.noise is not None
     np.testing.assert_allclose(got, reference(result, u, y, k, n), rtol=1e-4, atol=1e-5)
+
+
+def test_the_window_horizon_is_where_the_lags_stop_helping_on_validation(narx):
+    """The longest calibrated horizon up to which the windows err no more than the simulation
+    with the noise model, on the validation record (recomputed here from the two predictors)."""
+    from keras_mgu.sysid.prediction import WINDOW_ALWAYS, WINDOW_HORIZONS, RunSimulator
+
+    test, result = narx
+    chosen = result.with_window_horizons(test).runs[0].window_horizon
+    sim = RunSimulator(result.runs[0], result.start)
+    n = result.resolve_n_initial()
+    ks = tuple(k for k in WINDOW_HORIZONS if k < test.n_samples - n)
+    lags = sim.window_predictions(test.u, test.y, ks, n)
+    noise = sim.noise_predictions(test.u, test.y, ks, n)
+    err = lambda a: np.sqrt(np.mean((a[n:] - test.y[n:]) ** 2))  # noqa: E731
+    better = [err(lags[k]) <= err(noise[k]) for k in ks]
+    expected = (
+        0 if not better[0] else ks[better.index(False) - 1] if False in better else WINDOW_ALWAYS
+    )
+    assert chosen == expected
 
 
 def test_a_band_comes_with_the_trajectory_when_asked_for(found):

@@ -205,6 +205,10 @@ def test_the_band_noise_models_and_arx_reference_are_kept(learned, data, tmp_pat
         np.testing.assert_allclose(z, x, rtol=1e-6, atol=1e-6)
     ref_a, ref_b = learned.reference().simulate(u, y[:5]), back.reference().simulate(u, y[:5])
     np.testing.assert_allclose(ref_b, ref_a, rtol=1e-6, atol=1e-6)
+    horizon = dataclasses.replace(learned.runs[0], window_horizon=5)
+    kept = dataclasses.replace(learned, runs=[horizon, *learned.runs[1:]])
+    assert sysid.load(kept.save(tmp_path / "horizon.kmgu")).runs[0].window_horizon == 5
+    assert back.runs[0].window_horizon is None
     bare = dataclasses.replace(learned, band=None, arx=None)
     older = sysid.load(bare.save(tmp_path / "bare.kmgu"))
     assert older.band is None and older.reference() is None
