@@ -10,15 +10,20 @@ per output ``j``, as an autoregression of order ``p_j``::
 and the ``k``-step prediction of a network class (the Box-Jenkins predictor,
 a deterministic part simulated and a noise part predicted) is::
 
-    y_pred(t) = y_sim(t) + e_hat(t | t - k)
+    y_pred(t) = y_sim(t) + g_jk e_hat(t | t - k)
 
 ``e_hat(t | t - k)`` runs the recursion ``k`` steps from the measured
 residuals up to ``t - k`` (``e_hat(tau) = e(tau)`` for ``tau <= t - k``).
 ``k = 1`` corrects by the last residual's prediction; as ``k`` grows the
 correction fades (the model is kept stable) and the prediction becomes the
 simulation itself. :func:`fit_noise_model` fits the coefficients by least
-squares on the estimation record's residual and chooses each output's order
-(``0``: no correction) on the validation record's residual.
+squares on the estimation record's residual, chooses each output's order
+(``0``: no correction) on the validation record's residual, and there sets
+the gain ``g_jk`` in ``[0, 1]`` of each horizon of :data:`GAIN_HORIZONS` by
+least squares (a horizon takes the gain of the smallest of them at least
+as long, the last one's beyond): where the recursion's prediction does not
+hold ``k`` steps ahead, its gain shrinks it, so a correction that helps one
+step ahead does not hurt ten steps ahead.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import dataclasses
 
 import numpy as np
 
-__all__ = ["NOISE_ORDERS", "NoiseModel", "fit_noise_model"]
+__all__ = ["GAIN_HORIZONS", "NOISE_ORDERS", "NoiseModel", "fit_noise_model"]
 
 #: The orders tried for each output's autoregression (``0``: none).
 NOISE_ORDERS = (0, 1, 2, 4, 8)
@@ -37,6 +42,8 @@ CHOICE_HORIZONS = (1, 10)
 MAX_ROOT = 0.999
 #: Ridge on the least-squares fit, relative to the regressors' mean square.
 RIDGE = 1e-6
+#: The horizons whose gains are set on validation.
+GAIN_HORIZONS = (1, 2, 5, 10, 20, 50, 100)
 
 
 @dataclasses.dataclass
@@ -46,9 +53,19 @@ class NoiseModel:
     Attributes:
         coefficients: ``(p, n_outputs)``, ``a_ij`` in row ``i - 1``; an
             output of order ``p_j < p`` has zeros below row ``p_j``.
+        gains: ``(len(GAIN_HORIZONS), n_outputs)``, the gain ``g_jk`` of
+            each horizon of :data:`GAIN_HORIZONS`; None: 1 at every horizon.
     """
 
     coefficients: np.ndarray
+    gains: np.ndarray | None = None
+
+    def gain(self, steps_ahead: int) -> np.ndarray | float:
+        """``g_k`` ``(n_outputs,)``: the smallest gain horizon ``>= k``'s (beyond: the last's)."""
+        if self.gains is None:
+            return 1.0
+        row = int(np.searchsorted(GAIN_HORIZONS, int(steps_ahead)))
+        return self.gains[min(row, len(GAIN_HORIZONS) - 1)]
 
     @property
     def orders(self) -> list[int]:
@@ -57,11 +74,15 @@ class NoiseModel:
         return [int(np.max(np.flatnonzero(col)) + 1) if col.any() else 0 for col in nonzero.T]
 
     def predict(self, residual: np.ndarray, steps_ahead: int) -> np.ndarray:
-        """``e_hat(t | t - k)`` ``(N, n_outputs)`` from the residual ``e`` ``(N, n_outputs)``.
+        """``g_k e_hat(t | t - k)`` ``(N, n_outputs)`` from the residual ``e`` ``(N, n_outputs)``.
 
         Rows ``t < k`` have no origin and get zero (the prediction is the
         simulation there).
         """
+        return self.recursion(residual, steps_ahead) * self.gain(steps_ahead)
+
+    def recursion(self, residual: np.ndarray, steps_ahead: int) -> np.ndarray:
+        """``e_hat(t | t - k)``, the recursion alone (no gain)."""
         e = np.asarray(residual, dtype=np.float64)
         a, k = self.coefficients, int(steps_ahead)
         out = np.zeros_like(e)
@@ -104,7 +125,25 @@ def fit_noise_model(
             scores[p] = (_validation_score(coef, validation[:, j : j + 1]), coef)
         coef = min(scores.values(), key=lambda entry: entry[0])[1]
         best[: len(coef), j] = coef
-    return NoiseModel(best)
+    return NoiseModel(best, _gains(NoiseModel(best), validation))
+
+
+def _gains(model: NoiseModel, residual: np.ndarray) -> np.ndarray:
+    """The least-squares gain in ``[0, 1]`` of each horizon and output on ``residual``.
+
+    ``g = <e, e_hat> / <e_hat, e_hat>`` over the rows that have an origin; 0
+    where the record is too short for the horizon or nothing is predicted.
+    """
+    gains = np.zeros((len(GAIN_HORIZONS), residual.shape[1]))
+    for row, k in enumerate(GAIN_HORIZONS):
+        if len(residual) <= k:
+            continue
+        e, e_hat = residual[k:], model.recursion(residual, k)[k:]
+        power = np.sum(e_hat**2, axis=0)
+        ratio = np.divide(np.sum(e * e_hat, axis=0), power, out=np.zeros_like(power),
+                          where=power > 0)  # fmt: skip
+        gains[row] = np.clip(ratio, 0.0, 1.0)
+    return gains
 
 
 def _fit_one(series: list[np.ndarray], p: int) -> np.ndarray:

@@ -20,7 +20,7 @@ A model file is a zip archive (suffix :data:`SUFFIX`) holding:
   in the manifest's ``band``), and per run ``k`` its linear model
   (``run{k}_linear_a``/``_b``/``_c``), validation error
   (``run{k}_validation_error``) and noise model
-  (``run{k}_noise``, the network classes').
+  (``run{k}_noise``, ``run{k}_noise_gains``).
 * ``runs/run_{k}.keras``: run ``k``'s network, a Keras ``.keras`` archive
   without optimizer state, loaded with ``safe_mode=True``; the ARX reference
   (``Identification.arx``) is saved as a run named ``arx`` (its entry in the
@@ -206,6 +206,8 @@ def _arrays(found: Any) -> dict[str, np.ndarray]:
             arrays[f"run{k}_validation_error"] = np.asarray(run.validation_error)
         if run.noise is not None:
             arrays[f"run{k}_noise"] = np.asarray(run.noise.coefficients)
+            if run.noise.gains is not None:
+                arrays[f"run{k}_noise_gains"] = np.asarray(run.noise.gains)
     if getattr(found, "band", None) is not None:
         arrays["band_quantiles"] = np.asarray(found.band.quantiles)
     return arrays
@@ -276,7 +278,9 @@ def _run(archive: zipfile.ZipFile, entry: dict, k: int | str, arrays: dict) -> R
     path = SignalPath(Normalizer(**entry["outer"]), linear, inner)
     error = arrays[f"run{k}_validation_error"] if entry["has_validation_error"] else None
     has_noise = entry.get("has_noise", False)  # absent from files saved before it
-    noise = NoiseModel(arrays[f"run{k}_noise"]) if has_noise else None
+    noise = None
+    if has_noise:
+        noise = NoiseModel(arrays[f"run{k}_noise"], arrays.get(f"run{k}_noise_gains"))
     return RunResult(
         model=network_from_bytes(archive.read(entry["network"])),
         seed=int(entry["seed"]),

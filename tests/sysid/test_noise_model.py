@@ -61,3 +61,27 @@ def test_white_residual_gets_little_or_no_correction(rng):
     model = fit_noise_model(est, val)
     corrected = val - model.predict(val, 1)
     assert np.mean(corrected[1:] ** 2) <= np.mean(val[1:] ** 2) * 1.01
+
+
+def test_gains_are_the_least_squares_shrinkage_of_each_horizon_on_validation(rng):
+    """``g_k = <e, e_hat> / <e_hat, e_hat>`` clipped to [0, 1], recomputed from the recursion; a
+    horizon between two takes the longer one's gain."""
+    from keras_mgu.sysid.noise_model import GAIN_HORIZONS
+
+    a = [0.95]
+    est = [ar_series(rng, a, 3000)[:, None]]
+    val = (ar_series(rng, a, 3000) + rng.normal(scale=2.0, size=3000))[:, None]  # noisy: g < 1
+    model = fit_noise_model(est, val)
+    for row, k in enumerate(GAIN_HORIZONS):
+        e_hat = np.array([reference_prediction(model.coefficients[:, 0], val[:, 0], k)]).T
+        e, e_hat = val[k:, 0], e_hat[k:, 0]
+        expected = np.clip(e @ e_hat / (e_hat @ e_hat), 0.0, 1.0)
+        assert model.gains[row, 0] == pytest.approx(expected, rel=1e-9)
+    assert 0.0 < model.gains[0, 0] < 1.0
+    np.testing.assert_allclose(model.predict(val, 3), model.recursion(val, 3) * model.gains[2])
+    np.testing.assert_allclose(model.predict(val, 500), model.recursion(val, 500) * model.gains[-1])
+    # each gain lowers the validation error of its horizon, or leaves it
+    for k in GAIN_HORIZONS:
+        with_gain = np.mean((val[k:] - model.predict(val, k)[k:]) ** 2)
+        assert with_gain <= np.mean((val[k:] - model.recursion(val, k)[k:]) ** 2) + 1e-15
+        assert with_gain <= np.mean(val[k:] ** 2) + 1e-15

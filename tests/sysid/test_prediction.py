@@ -29,6 +29,14 @@ def found(request):
     return data.test, result
 
 
+def gain_of(noise, k):
+    """The gain of the smallest gain horizon at least ``k`` (the last one's beyond)."""
+    from keras_mgu.sysid.noise_model import GAIN_HORIZONS
+
+    longer = [row for row, h in enumerate(GAIN_HORIZONS) if h >= k]
+    return noise.gains[longer[0] if longer else -1]
+
+
 def reference(found, u, y, k, n):
     """The lag classes' ``y_pred[t] = simulate(u[s-n : t+1], y[s-n : s])[-1]``, ``s = max(n,
     t - k + 1)``; the network classes' ``y_sim[t] + e_hat(t | t - k)``, the recursion written out.
@@ -41,8 +49,9 @@ def reference(found, u, y, k, n):
         limit = float("inf") if limit is None else limit
         if alone.runs[run].structure in NETWORK_CLASSES or k > limit:
             sim = alone.simulate(u, y[:n])
-            a, e = alone.runs[run].noise.coefficients, y - sim
-            preds.append(sim + np.stack(
+            noise, e = alone.runs[run].noise, y - sim
+            a, gain = noise.coefficients, gain_of(noise, k)
+            preds.append(sim + gain * np.stack(
                 [reference_prediction(a[:, j], e[:, j], k) for j in range(y.shape[1])], axis=1
             ))  # fmt: skip
             continue

@@ -199,6 +199,7 @@ def test_the_band_noise_models_and_arx_reference_are_kept(learned, data, tmp_pat
     np.testing.assert_array_equal(back.band.quantiles, learned.band.quantiles)
     for run, loaded in zip(learned.runs, back.runs):
         np.testing.assert_array_equal(loaded.noise.coefficients, run.noise.coefficients)
+        np.testing.assert_array_equal(loaded.noise.gains, run.noise.gains)
     u, y = data.test.u, data.test.y
     a, b = learned.predict(u, y, 3, 5, band=0.9), back.predict(u, y, 3, 5, band=0.9)
     for x, z in zip(a, b):
