@@ -456,7 +456,8 @@ def test_console_script_in_a_fresh_venv(tmp_path):
             env=env, timeout=600,
         )  # fmt: skip
         assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-    assert (tmp_path / "sim.csv").read_text().startswith("y_sim\n")
+    header = "y_sim,y_sim_lo,y_sim_hi,y_sim_from50,y_sim_from50_lo,y_sim_from50_hi\n"
+    assert (tmp_path / "sim.csv").read_text().startswith(header)
     assert not HAS_ONNX_EXPORT or (tmp_path / "model.onnx").stat().st_size > 0
 
 

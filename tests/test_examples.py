@@ -54,7 +54,8 @@ def test_system_identification_compare_on_simulated_tanks(tmp_path, capsys):
             path = tmp_path / f"{kind}_h4_lr0.01" / f"{name}.png"
             assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert re.search(
-        r"^\| LSTM \| lstm_h4_lr0.01/ \| \d+ \| \d+ \| [0-9.]+ \| -?[0-9.]+ \| [0-9.]+ \|$",
+        r"^\| [a-z+]+ \([^|]+\) \| lstm_h4_lr0.01/ \| \d+ \| \d+ \| [0-9.]+ \| -?[0-9.]+ "
+        r"\| [0-9.]+ \|$",
         out,
         flags=re.MULTILINE,
     )
@@ -134,7 +135,7 @@ def test_system_identification_on_the_real_benchmark(tmp_path, capsys, shared_da
     assert "test 1024 samples" in out
     assert np.isfinite(reported_rmse(out))
     assert "from sample 50)" in out  # the benchmark protocol's n_initial
-    assert re.search(r"^MGU test RMSE in V: ", out, flags=re.MULTILINE)
+    assert re.search(r"^[a-z+]+ \([^)]+\) test RMSE in V: ", out, flags=re.MULTILINE)
 
 
 def test_quickstart_loss_falls(capsys):
