@@ -22,28 +22,27 @@ class _Item:
         self.markers.append(marker.mark)
 
 
-@pytest.mark.parametrize("runs_here", [True, False])
-def test_backend_independent_tests_are_skipped_on_the_other_backends(monkeypatch, runs_here):
-    monkeypatch.setattr(conftest, "_runs_backend_independent_tests", lambda: runs_here)
-    independent, dependent = _Item("backend_independent"), _Item()
-    conftest.pytest_collection_modifyitems(None, [independent, dependent])
-    skip = independent.get_closest_marker("skip")
-    assert (skip is None) == runs_here and dependent.get_closest_marker("skip") is None
-    if skip is not None:
-        assert "runs with the tensorflow suite" in skip.kwargs["reason"]
+REASONS = {
+    "backend_independent": "backend-independent subject; runs with the tensorflow suite",
+    "end_to_end": (
+        "a whole workflow, its pieces tested on every backend; runs with the tensorflow suite"
+    ),
+}
 
 
+@pytest.mark.parametrize("marker", list(REASONS))
 @pytest.mark.parametrize("runs_here", [True, False])
-def test_end_to_end_workflows_run_once_like_them(monkeypatch, runs_here):
+def test_marked_tests_run_once_and_are_skipped_on_the_other_backends(
+    monkeypatch, runs_here, marker
+):
+    """Backend-independent tests and end-to-end workflows run with the TensorFlow suite only."""
     monkeypatch.setattr(conftest, "_runs_backend_independent_tests", lambda: runs_here)
-    workflow, dependent = _Item("end_to_end"), _Item()
-    conftest.pytest_collection_modifyitems(None, [workflow, dependent])
-    skip = workflow.get_closest_marker("skip")
+    marked, dependent = _Item(marker), _Item()
+    conftest.pytest_collection_modifyitems(None, [marked, dependent])
+    skip = marked.get_closest_marker("skip")
     assert (skip is None) == runs_here and dependent.get_closest_marker("skip") is None
     if skip is not None:
-        assert skip.kwargs["reason"] == (
-            "a whole workflow, its pieces tested on every backend; runs with the tensorflow suite"
-        )
+        assert skip.kwargs["reason"] == REASONS[marker]
 
 
 def test_the_rule_runs_them_with_tensorflow_or_wherever_it_is_missing(monkeypatch):
