@@ -181,11 +181,16 @@ def evaluate(
     if n > 0:
         scored = found.simulate(u, y[:n])
         from_n = {**_scores(y[n:], scored[n:]), "simulation": scored}
+        horizons = set() if steps_ahead is None else {int(steps_ahead)}
+        if level is not None:
+            horizons |= set(COVERAGE_HORIZONS)
+        # every horizon from one simulation (Identification.predictions)
+        predictions = found.predictions(u, y, sorted(horizons), n_initial=n) if horizons else {}
         if steps_ahead is not None:
-            y_k = found.predict(u, y, steps_ahead=steps_ahead, n_initial=n)
+            y_k = predictions[int(steps_ahead)]
             prediction = {"steps_ahead": int(steps_ahead), **_scores(y[n:], y_k[n:]), "y_pred": y_k}
         if level is not None:
-            bands = _band(found, u, y, n, level, from_n, prediction)
+            bands = _band(found, y, n, level, from_n, prediction, predictions)
         reference, reference_simulation = _reference(found, u, y, n)
     lag = min(MAX_LAG, len(y) - n - 1)
     residuals = residual_analysis(
@@ -201,16 +206,19 @@ def evaluate(
 
 
 def _band(
-    found: Any, u: np.ndarray, y: np.ndarray, n: int, level: float,
-    from_n: dict[str, Any], prediction: dict[str, Any] | None,
+    found: Any, y: np.ndarray, n: int, level: float, from_n: dict[str, Any],
+    prediction: dict[str, Any] | None, predictions: dict[int, np.ndarray],
 ) -> dict[str, Any]:  # fmt: skip
-    """The band's level and coverage; draws it into ``from_n`` and ``prediction`` (in place)."""
+    """The band's level and coverage; draws it into ``from_n`` and ``prediction`` (in place).
+
+    ``predictions``: the prediction of each horizon of :data:`COVERAGE_HORIZONS` (and more).
+    """
     trajectory = found.band.around(from_n["simulation"], level, measured=n)
     from_n["lower"], from_n["upper"] = trajectory.lower, trajectory.upper
     cover = {"simulation": coverage(y, trajectory, n)}
-    predictions = found.predictions(u, y, COVERAGE_HORIZONS, n_initial=n)
-    for k, y_k in predictions.items():
-        cover[str(k)] = coverage(y, found.band.around(y_k, level, k, measured=n), n)
+    for k in COVERAGE_HORIZONS:
+        drawn = found.band.around(predictions[k], level, k, measured=n)
+        cover[str(k)] = coverage(y, drawn, n)
     if prediction is not None:
         k = prediction["steps_ahead"]
         drawn = found.band.around(prediction["y_pred"], level, k, measured=n)
