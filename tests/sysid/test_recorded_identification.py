@@ -1,0 +1,28 @@
+"""The same command and seed give the same model as the recorded one (to 1e-6), on every backend.
+
+The numbers were recorded with ``tests/fixtures/make_recorded_identification.py``
+(per backend); a change of the code's layout must leave them as they are.
+"""
+
+import keras
+import numpy as np
+import pytest
+
+from tests.fixtures.make_recorded_identification import FOLDER, recorded_run
+
+RECORDED = FOLDER / f"{keras.backend.backend()}.npz"
+
+
+@pytest.fixture(scope="module")
+def now():
+    return recorded_run()
+
+
+def test_identify_gives_the_recorded_model(now):
+    recorded = np.load(RECORDED)
+    assert sorted(now) == sorted(recorded.files)
+    assert list(now["structures"]) == list(recorded["structures"])
+    assert str(now["chosen"]) == str(recorded["chosen"])
+    for key in recorded.files:
+        if key not in ("structures", "chosen"):
+            np.testing.assert_allclose(now[key], recorded[key], rtol=0, atol=1e-6, err_msg=key)
