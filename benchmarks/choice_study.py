@@ -49,7 +49,7 @@ CHILD = """
 import dataclasses, json, sys
 import numpy as np
 from keras_mgu import datasets, sysid
-from keras_mgu.sysid.selection import select
+from keras_mgu.sysid.choice.selection import select
 name, root, seed, ks, config = sys.argv[1:6]
 ks = json.loads(ks)
 data = datasets.load_benchmark(name, root)
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for seed in args.seeds:
         rows += run_seed(args, seed)
-        print(f"seed {seed}: {rows[-len(args.ks):]}", flush=True)
+        print(f"seed {seed}: {rows[-len(args.ks) :]}", flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1)

@@ -57,7 +57,7 @@ def load(name: str, root: str):
 def scores(name: str, seed: int, root: str) -> list[dict]:
     """Every run of one identification: its class, the four scores and its test RMSE."""
     from keras_mgu import sysid
-    from keras_mgu.sysid.selection import error_rmse
+    from keras_mgu.sysid.judging.scoring import error_rmse
 
     data, n = load(name, root)
     found = sysid.identify(data, seed=seed, restarts=1)

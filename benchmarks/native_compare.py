@@ -76,9 +76,11 @@ def compare(paths: dict[str, str], shape: tuple, rounds: int, calls: int) -> str
         old, new = (statistics.median(times[name][what]) * 1e3 for name in paths)
         cells.append(f"{old:.2f} | {new:.2f} | {new / old:.2f}")
     steps, batch, units, groups = shape
-    return f"| {steps} | {batch} | {units} | {groups} | {'yes' if same else 'NO'} | " + " | ".join(
-        cells
-    ) + " |"
+    return (
+        f"| {steps} | {batch} | {units} | {groups} | {'yes' if same else 'NO'} | "
+        + " | ".join(cells)
+        + " |"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -267,8 +267,7 @@ def crossover_table(units_list, batch, steps, repeats, backends) -> list[str]:
     for backend, r in _records("crossover", units_list, batch, steps, repeats, backends, lines):
         ratio = r["native_ms"] / r["own_ms"]
         lines.append(
-            f"| {backend} | {r['units']} | {r['native_ms']:.2f} | {r['own_ms']:.2f} "
-            f"| {ratio:.2f} |"
+            f"| {backend} | {r['units']} | {r['native_ms']:.2f} | {r['own_ms']:.2f} | {ratio:.2f} |"
         )
     return lines
 

@@ -198,7 +198,7 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
             runs[-1]["zoo"] = zoo_scores(member, plant, n)
         print(f"  {benchmark} seed {seed}: {runs[-1]}", file=sys.stderr, flush=True)
     ensemble = dataclasses.replace(found, members=tuple(range(len(found.runs))))
-    from keras_mgu.sysid.recipe import selection_pool
+    from keras_mgu.sysid.choice.restarts import selection_pool
 
     pool = selection_pool(found.runs, found.runs[found.best].structure)
     errors = [found.runs[k].validation_error for k in pool]
@@ -246,7 +246,7 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
 
 def _rule_result(found, pool, errors, rule: str, data, n: int) -> dict:
     """What selection ``rule`` keeps of the pool's runs, and its scores (test for the report)."""
-    from keras_mgu.sysid.selection import select
+    from keras_mgu.sysid.choice.selection import select
 
     members = tuple(pool[k] for k in select(errors, rule))
     kept = dataclasses.replace(found, members=members)
@@ -265,7 +265,7 @@ def _halves(errors) -> dict:
     The runs' early stopping saw the whole validation record; the choice
     among them sees the first half only.
     """
-    from keras_mgu.sysid.selection import select
+    from keras_mgu.sysid.choice.selection import select
 
     half = len(errors[0]) // 2
     out = {}

@@ -123,8 +123,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trials", type=int, default=16)
     parser.add_argument("--restarts", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--search-budget", type=float, default=None,
-                        help="seconds for the whole sweep (default: none)")
+    parser.add_argument(
+        "--search-budget",
+        type=float,
+        default=None,
+        help="seconds for the whole sweep (default: none)",
+    )
     parser.add_argument("--budget-ratio", type=float, default=None,
                         help="the sweep's budget: this times the identify of the same round "
                              "(measured first)")  # fmt: skip

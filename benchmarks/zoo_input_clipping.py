@@ -45,7 +45,7 @@ def main() -> None:
 
     from keras_mgu import sysid
     from keras_mgu.datasets import zoo
-    from keras_mgu.sysid import signals
+    from keras_mgu.sysid.models import signals
 
     plant = zoo.zoo_plant(args.plant)
     data, beyond, start = plant.data, plant.beyond, plant.beyond_start

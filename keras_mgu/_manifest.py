@@ -1,11 +1,11 @@
 """The manifest of a model file (``.kmgu``), read without Keras or a backend.
 
-A model file (:mod:`keras_mgu.sysid.saving`) is a zip archive whose
+A model file (:mod:`keras_mgu.sysid.files.kmgu`) is a zip archive whose
 :data:`MANIFEST` entry, JSON, names its format and version, the record's
 channels and every run's settings. This module reads and checks it with the
 standard library alone, so ``keras-mgu simulate`` and ``export`` refuse a file
 that is not a model file, or data without the model's columns, before they
-import a backend; :mod:`~keras_mgu.sysid.saving` uses the same checks when it
+import a backend; :mod:`~keras_mgu.sysid.files.kmgu` uses the same checks when it
 loads the whole file.
 """
 

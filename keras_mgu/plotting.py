@@ -296,7 +296,7 @@ def simulation_figure(
     band: tuple[Any, Any] | None = None, others: Sequence[tuple[str, Any]] = (),
 ) -> Any:  # fmt: skip
     """The figure of :func:`plot_simulation` (one axes per output, in their order)."""
-    from keras_mgu.sysid.scoring import fit_percent, rmse
+    from keras_mgu.sysid.judging.scoring import fit_percent, rmse
 
     t = np.asarray(time, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)

@@ -234,7 +234,10 @@ def test_help_texts_show_no_rest_markup(command, capsys):
     out = capsys.readouterr().out
     assert not re.search(r"``|:(func|class|mod|data|meth):", out), out
     if command == ["export"]:
-        assert "model file (.kmgu)" in out and "keras_mgu.sysid.standalone.export_simulator" in out
+        assert (
+            "model file (.kmgu)" in out
+            and "keras_mgu.sysid.files.standalone.export_simulator" in out
+        )
 
 
 def test_help_texts_say_the_recipe_defaults():

@@ -77,7 +77,7 @@ class PopulationEarlyStopping(keras.callbacks.Callback):
             model's outputs; or, for a model that holds the branches' weights
             itself, any objects with a ``name`` and the branches'
             ``get_weights()`` / ``set_weights()`` (such as
-            :class:`keras_mgu.sysid.grouped.RunView`).
+            :class:`keras_mgu.sysid.training.grouped.RunView`).
         validation_data: Per branch, ``(x, y, sample_weight)``: ``x`` the
             branch's inputs (an array or a tuple of arrays), ``y``
             ``(batch, steps, channels)``, ``sample_weight`` ``(batch, steps)``.

@@ -3,7 +3,7 @@
 Reads the model file (``.kmgu``) and writes one ONNX file that simulates in
 physical units: the standardisation, the linear model (when the model has
 one), the network(s) and the average of averaged runs are all in it
-(:func:`keras_mgu.sysid.standalone.export_simulator`; docs/deployment.md).
+(:func:`keras_mgu.sysid.files.standalone.export_simulator`; docs/deployment.md).
 
 Inputs of the file (float32, batch first): learned-state models take ``u``
 (batch, N, n_inputs) and simulate from the learned state (fitting the state
@@ -67,7 +67,11 @@ def read_inputs(args: argparse.Namespace) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Load the model, write the ONNX file, print its inputs and outputs; exit status 0."""
-    from keras_mgu.sysid.standalone import export_simulator, import_exporters, onnx_output_name
+    from keras_mgu.sysid.files.standalone import (
+        export_simulator,
+        import_exporters,
+        onnx_output_name,
+    )
 
     import_exporters(args.format)  # before loading: Keras's serialisation imports TensorFlow
     found = load_model(args.model)

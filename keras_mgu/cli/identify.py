@@ -568,7 +568,7 @@ def training_history(found: Any) -> Any:
 
 def save_model_file(found: Any, kind: str, out: str) -> str:
     """Save ``found`` as ``<out>/<kind in lower case>.kmgu``; the path written."""
-    from keras_mgu.sysid.saving import SUFFIX
+    from keras_mgu.sysid.files.kmgu import SUFFIX
 
     return found.save(os.path.join(out, f"{kind.lower()}{SUFFIX}"))
 
@@ -594,8 +594,8 @@ def results_row(
     score (the network's units); ``wall_seconds``: the training's wall time,
     ``cpu_seconds``: the CPU time of this process over it.
     """
-    from keras_mgu.sysid.recipe import linear_not_beaten
-    from keras_mgu.sysid.selection import member_weights
+    from keras_mgu.sysid.choice.report import linear_not_beaten
+    from keras_mgu.sysid.choice.selection import member_weights
 
     scores = evaluation.to_dict()
     benchmark = scores["from_n"] or {"rmse": evaluation.rmse, "fit_percent": evaluation.fit_percent}

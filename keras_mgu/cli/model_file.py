@@ -71,7 +71,7 @@ def check_encoder_history(initial_state: str, lag: int, n: int, given: bool = Tr
 
     An encoder model's state is read from the ``lag`` samples before the
     first simulated one; with ``0 < n < lag`` the library would repeat the
-    first sample in front of them (:func:`keras_mgu.sysid.state.encoder_history`),
+    first sample in front of them (:func:`keras_mgu.sysid.models.state.encoder_history`),
     a plant at rest before the record, which a measured experiment seldom
     is. ``n = 0`` (the free run) and learned-state models pass. ``given``:
     whether ``n`` is the user's ``--n-initial`` (else the default).

@@ -171,7 +171,7 @@ def model_label(found: Any) -> str:
 
 def describe_selection(found: Any) -> str:
     """Which runs the model averages, in words (runs numbered from 1 in the order trained)."""
-    from keras_mgu.sysid.selection import describe_members
+    from keras_mgu.sysid.choice.selection import describe_members
 
     rule = found.config.selection
     chosen = describe_members(found.members or (found.best,))

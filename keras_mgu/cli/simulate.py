@@ -357,7 +357,7 @@ def _write(path: str, columns: list[str], sims: list[Any]) -> None:
 
 
 def _describe(found: Any) -> str:
-    from keras_mgu.sysid.selection import describe_members
+    from keras_mgu.sysid.choice.selection import describe_members
 
     config = found.config
     runs = describe_members(found.members or (found.best,))

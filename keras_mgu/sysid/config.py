@@ -40,9 +40,17 @@ import dataclasses
 import math
 from collections.abc import Mapping
 
-from keras_mgu.sysid.selection import check_rule
+__all__ = ["SCORE_NAMES", "SELECTION_RULES", "RecipeConfig", "check_rule", "check_score_weights"]
 
-__all__ = ["SCORE_NAMES", "RecipeConfig", "check_score_weights"]
+#: The rules that choose among runs (:mod:`~keras_mgu.sysid.choice.selection`).
+SELECTION_RULES = ("best", "ensemble")
+
+
+def check_rule(rule: object) -> None:
+    """Refuse a selection rule other than those of :data:`SELECTION_RULES`."""
+    if rule not in SELECTION_RULES:
+        raise ValueError(f"`selection` must be one of {SELECTION_RULES}; received {rule!r}.")
+
 
 #: Names :class:`RecipeConfig.score_weights` may weigh: validation RMSE, training MSE.
 SCORE_NAMES = ("val_rmse", "loss")
@@ -65,7 +73,7 @@ MODEL_CLASSES = ("network", "linear+network", "narx", "loop", "linear")
 #: The classes tried when the config leaves them open: every one.
 DEFAULT_MODEL_CLASSES = MODEL_CLASSES
 #: The classes whose network simulates from its own state (the others read measured lags):
-#: their k-step prediction adds a noise model (:mod:`~keras_mgu.sysid.noise_model`).
+#: their k-step prediction adds a noise model (:mod:`~keras_mgu.sysid.judging.noise_model`).
 NETWORK_CLASSES = ("network", "linear+network")
 
 
@@ -156,7 +164,7 @@ class RecipeConfig:
         linear_prior: Fit a linear (ARX) model first and train the network on
             what it leaves (inputs ``[u, y_lin]``, target ``y - y_lin``).
             ``None``: when the linear model explains the validation record
-            (see :func:`~keras_mgu.sysid.linear.select_linear_model`).
+            (see :func:`~keras_mgu.sysid.models.arx.select_linear_model`).
         initial_state: ``"learned"`` (one learned state: the record's start)
             or ``"encoder"`` (estimated from the ``n_initial`` samples before
             each window). ``None``: learned for whole-record training,
@@ -201,7 +209,7 @@ class RecipeConfig:
             least one positive.
         selection: How :func:`identify` chooses among its runs, on
             validation: ``"ensemble"`` (default: the average of runs chosen
-            greedily; see :mod:`~keras_mgu.sysid.selection`) or ``"best"``
+            greedily; see :mod:`~keras_mgu.sysid.choice.selection`) or ``"best"``
             (the run with the lowest validation RMSE). Chosen on the first
             half of the validation record and scored on the second, the
             average did at least as well as the best run on every benchmark
@@ -215,7 +223,7 @@ class RecipeConfig:
         capacity: ``"fixed"`` (default): the units and learning rate as
             given. ``"search"``: :func:`identify` chooses the units of one MGU
             layer and the learning rate on the validation record, with short
-            screening runs before the restarts (:mod:`~keras_mgu.sysid.capacity`);
+            screening runs before the restarts (:mod:`~keras_mgu.sysid.choice.capacity`);
             ``units`` must then be left ``None``.
         effort: Multiplies the derived iterations (a positive integer; more
             work, usually a better model, in proportionally more time). An
@@ -224,11 +232,11 @@ class RecipeConfig:
             :data:`MODEL_CLASSES`: ``"network"`` (the recurrent network
             alone), ``"linear+network"`` (on the linear model's residual,
             where the linear model explains the validation record),
-            ``"narx"`` (:mod:`~keras_mgu.sysid.narx`) and ``"loop"`` (the
+            ``"narx"`` (:mod:`~keras_mgu.sysid.models.narx`) and ``"loop"`` (the
             ``cell`` inside the linear model's loop,
-            :mod:`~keras_mgu.sysid.linear_loop`) and ``"linear"`` (the
+            :mod:`~keras_mgu.sysid.models.loop`) and ``"linear"`` (the
             ARX model refined on the simulation error,
-            :mod:`~keras_mgu.sysid.output_error`); ``"all"``: every one.
+            :mod:`~keras_mgu.sysid.models.output_error`); ``"all"``: every one.
             ``None`` (default): every one.
     """
 
@@ -298,6 +306,24 @@ class RecipeConfig:
                 "`time_budget` must be a positive number of seconds; received "
                 f"{self.time_budget!r}."
             )
+
+    @classmethod
+    def checked(cls, config: RecipeConfig | None, restarts: int) -> RecipeConfig:
+        """``config`` (default ``RecipeConfig()``) checked for ``identify`` of ``restarts`` runs."""
+        if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 1:
+            raise ValueError(f"`restarts` must be a positive integer; received {restarts!r}.")
+        config = config or cls()
+        if config.capacity == "search" and config.units is not None:
+            raise ValueError(
+                "`capacity='search'` chooses the units on validation; leave `units` None "
+                f"(received units={config.units})."
+            )
+        return config
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """The classes ``identify`` tries: ``model_classes``, else :data:`DEFAULT_MODEL_CLASSES`."""
+        return tuple(self.model_classes or DEFAULT_MODEL_CLASSES)
 
     def validation_interval(self) -> int:
         """Iterations between validation checks of a resolved config (``iterations`` set)."""

@@ -2,8 +2,8 @@
 
 :class:`Identification` (what :func:`~keras_mgu.sysid.identify` returns)
 simulates a new experiment from its inputs and, optionally, its first ``n``
-measured outputs (:mod:`~keras_mgu.sysid.state` estimates the state from
-them); each run's :class:`~keras_mgu.sysid.signals.SignalPath` maps the
+measured outputs (:mod:`~keras_mgu.sysid.models.state` estimates the state from
+them); each run's :class:`~keras_mgu.sysid.models.signals.SignalPath` maps the
 physical signals to the network's and back.
 """
 
@@ -18,13 +18,12 @@ import keras
 import numpy as np
 
 from keras_mgu.datasets import Normalizer, Protocol, Record
-from keras_mgu.sysid import saving
-from keras_mgu.sysid.band import Band, Trajectory, calibrate_band, check_level
 from keras_mgu.sysid.config import NETWORK_CLASSES, RecipeConfig
-from keras_mgu.sysid.prediction import RunSimulator
-from keras_mgu.sysid.scoring import score
-from keras_mgu.sysid.selection import equal_weights, error_rmse
-from keras_mgu.sysid.signals import SignalPath
+from keras_mgu.sysid.files import kmgu
+from keras_mgu.sysid.judging.band import Band, Trajectory, calibrate_band, check_level
+from keras_mgu.sysid.judging.prediction import RunSimulator
+from keras_mgu.sysid.judging.scoring import equal_weights, error_rmse, score
+from keras_mgu.sysid.models.signals import SignalPath
 
 __all__ = ["BENCHMARK_N_INITIAL", "Identification"]
 
@@ -58,22 +57,22 @@ class Identification:
             the history that encoder models start from when no measured
             outputs are given.
         linear_table: The linear models tried, with their validation RMSE
-            (:func:`~keras_mgu.sysid.linear.select_linear_model`).
+            (:func:`~keras_mgu.sysid.models.arx.select_linear_model`).
         members: Runs whose simulations are averaged, a repeated index
             weighing more (``(3, 3, 0)``: ``(2 y_3 + y_0) / 3``); empty: the
-            best run alone (see :mod:`~keras_mgu.sysid.selection`).
+            best run alone (see :mod:`~keras_mgu.sysid.choice.selection`).
         input_names, output_names: The estimation record's channel names.
         ts: Its sampling period in seconds (None: unknown).
         protocol: The data's scoring protocol
             (:class:`~keras_mgu.datasets.Protocol`), or None.
         capacity_table: With ``RecipeConfig(capacity="search")``: the
             screening runs' units, learning rate, iterations and validation
-            RMSE (:mod:`~keras_mgu.sysid.capacity`); else empty.
+            RMSE (:mod:`~keras_mgu.sysid.choice.capacity`); else empty.
         class_table: Per model class tried: ``class``, ``runs``, the ``best``
             and ``median`` validation RMSE of its runs (standardised), with a
             first row for the ARX model where a lag class ran (``runs`` 0).
         band: The errors the band around a simulation or prediction is
-            drawn from (:class:`~keras_mgu.sysid.band.Band`, calibrated on
+            drawn from (:class:`~keras_mgu.sysid.judging.band.Band`, calibrated on
             the validation record), or None (a file saved before bands, or
             a run taken alone: :meth:`with_band` calibrates one).
         arx: The least-squares ARX model the lag classes start from, as a
@@ -81,7 +80,7 @@ class Identification:
             sets the chosen model beside), or None.
 
     :meth:`save` writes it to one file and :func:`keras_mgu.sysid.load`
-    reads it back (:mod:`~keras_mgu.sysid.saving`); a loaded one simulates and
+    reads it back (:mod:`~keras_mgu.sysid.files.kmgu`); a loaded one simulates and
     scores the same, but its runs have no early-stopping history
     (``RunResult.stopper`` is None).
     """
@@ -150,10 +149,10 @@ class Identification:
                 taken to start as the estimation record did (the learned
                 state, or the encoder on that record's first samples).
             band: None, or a level in ``(0, 1)`` such as ``0.95``: then a
-                :class:`~keras_mgu.sysid.band.Trajectory` ``(y, lower,
+                :class:`~keras_mgu.sysid.judging.band.Trajectory` ``(y, lower,
                 upper)`` is returned, the band holding the measured output
                 with about that probability (calibrated on the validation
-                record, :mod:`~keras_mgu.sysid.band`; width zero on
+                record, :mod:`~keras_mgu.sysid.judging.band`; width zero on
                 ``y_initial``'s rows).
         """
         level = self._band_level(band)
@@ -190,7 +189,7 @@ class Identification:
         ``y_pred[t] = y_sim[t] + e_hat(t | t - k)``. The first ``n`` rows
         are ``y`` itself; ``k = 1``: one step ahead; ``k >= N - n``: the
         simulation from the first ``n`` samples. Details and cost:
-        :mod:`~keras_mgu.sysid.prediction`.
+        :mod:`~keras_mgu.sysid.judging.prediction`.
 
         Args:
             u, y: The experiment's inputs ``(N, n_inputs)`` and measured
@@ -200,7 +199,7 @@ class Identification:
                 (``1 <= n < N``; default as :meth:`score`'s ``"benchmark"``:
                 the data's protocol ``n``, else 50).
             band: None, or a level in ``(0, 1)``: a
-                :class:`~keras_mgu.sysid.band.Trajectory` as :meth:`simulate`'s,
+                :class:`~keras_mgu.sysid.judging.band.Trajectory` as :meth:`simulate`'s,
                 the band of the ``k``-step prediction.
         """
         level = self._band_level(band)
@@ -216,7 +215,7 @@ class Identification:
         """:meth:`predict` for each ``k`` of ``horizons``, by ``k``, from one simulation.
 
         The same numbers as one :meth:`predict` per horizon, at about the
-        cost of the longest (:meth:`~keras_mgu.sysid.prediction.RunSimulator.predictions`).
+        cost of the longest (:meth:`~keras_mgu.sysid.judging.prediction.RunSimulator.predictions`).
         """
         outer = self.path.outer
         u = _check_signal("u", u, len(outer.u_mean))
@@ -251,15 +250,13 @@ class Identification:
             )
         return level
 
-    def with_window_horizons(
-        self, record: Record, n_initial: int | None = None
-    ) -> Identification:
+    def with_window_horizons(self, record: Record, n_initial: int | None = None) -> Identification:
         """This identification with its lag-class members' window horizons chosen on ``record``.
 
         Each averaged (or the chosen) lag-class run predicts from the
         measured lags up to the horizon where, on ``record`` (one the networks
         did not train on), that errs less than its simulation with the noise
-        model (:meth:`~keras_mgu.sysid.prediction.RunSimulator.choose_window_horizon`).
+        model (:meth:`~keras_mgu.sysid.judging.prediction.RunSimulator.choose_window_horizon`).
         """
         n = min(self.resolve_n_initial(n_initial), record.n_samples - 1)
         runs = list(self.runs)
@@ -365,12 +362,12 @@ class Identification:
     def save(self, filepath: str | os.PathLike) -> str:
         """Write this identification to one model file (``.kmgu``); returns its path.
 
-        See :mod:`keras_mgu.sysid.saving`: every run, its network, signal
+        See :mod:`keras_mgu.sysid.files.kmgu`: every run, its network, signal
         path and settings, the record's names and protocol; written to a
         temporary file in the same folder and renamed, so an earlier file at
         ``filepath`` survives a failed save.
         """
-        return saving.write_model_file(self, filepath)
+        return kmgu.write_model_file(self, filepath)
 
     def reference(self) -> Identification | None:
         """The ARX reference model (:attr:`arx`) as an identification of its own, or None."""
@@ -383,7 +380,7 @@ class Identification:
         return dataclasses.replace(self, best=k, members=(), band=None)
 
     def score(self, record: Record, convention: str = "all", n_initial: int | None = None) -> float:
-        """RMSE of the simulation of ``record`` (see :mod:`keras_mgu.sysid.scoring`).
+        """RMSE of the simulation of ``record`` (see :mod:`keras_mgu.sysid.judging.scoring`).
 
         ``"all"``: simulated from ``u`` alone, every sample scored.
         ``"benchmark"``: the first ``n`` measured outputs set the state
@@ -403,6 +400,6 @@ def load(filepath: str | os.PathLike) -> Identification:
     """The :class:`Identification` saved in ``filepath`` (a ``.kmgu`` model file).
 
     What is kept and what is refused (with a ``ModelFileError``, a
-    ``ValueError``): :func:`keras_mgu.sysid.saving.read_model_file`.
+    ``ValueError``): :func:`keras_mgu.sysid.files.kmgu.read_model_file`.
     """
-    return Identification(**saving.read_model_file(filepath))
+    return Identification(**kmgu.read_model_file(filepath))

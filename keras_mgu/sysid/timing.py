@@ -12,7 +12,7 @@ untimed step (tracing, compilation and first-call allocation excluded)::
 ``runs``: the ``restarts``, plus one when the linear model is a candidate
 structure (the network alone and on its residual each get a run). Runs that
 share their settings train side by side as one population
-(:mod:`~keras_mgu.sysid.population`): MGU runs then share one loop per layer
+(:mod:`~keras_mgu.sysid.training.population`): MGU runs then share one loop per layer
 and may take less than the total; other cells' runs cost about their sum.
 Validation checks are not timed. The estimate is of this machine at its
 present load, not a promise: ``config.time_budget`` caps the wall time.
@@ -25,9 +25,9 @@ import statistics
 import time
 
 from keras_mgu.datasets import SysIdData
+from keras_mgu.sysid.choice.candidates import network_records, structures
 from keras_mgu.sysid.config import RecipeConfig
-from keras_mgu.sysid.recipe import network_records, structures
-from keras_mgu.sysid.run import build_run_model, run_optimizer, training_windows
+from keras_mgu.sysid.training.run import build_run_model, run_optimizer, training_windows
 
 __all__ = ["TrainingEstimate", "describe_seconds", "estimate_training"]
 

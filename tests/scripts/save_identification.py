@@ -4,7 +4,7 @@ Usage: ``python save_identification.py FOLDER``. For each initial state
 (``learned``, ``encoder``) writes ``FOLDER/<state>.kmgu`` and
 ``FOLDER/<state>.npz`` (``free``: the test record simulated from ``u``
 alone; ``given``: from its first 5 measured outputs), for
-tests/sysid/test_saving.py to load on another backend.
+tests/sysid/files/test_kmgu.py to load on another backend.
 """
 
 import os

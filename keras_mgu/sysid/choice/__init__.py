@@ -1,0 +1,1 @@
+"""Choosing: the candidate classes, their restarts, the choice on validation, ensembles, tuning."""

@@ -1,0 +1,159 @@
+"""The candidates: the model classes :func:`~keras_mgu.sysid.identify` tries, and their settings.
+
+Each :class:`Structure` is one class on the record: the network alone, the
+network on the residual of the ARX model fitted first (where that model
+explains the validation record, :func:`structures`), NARX, the loop and the
+linear class (:func:`lag_structures`, on the ARX model refitted at the lag
+classes' order). Their settings follow from the record and that model
+(:meth:`~keras_mgu.sysid.RecipeConfig.resolved`,
+:func:`~keras_mgu.sysid.training.lag_run.lag_config`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from keras_mgu.datasets import Normalizer, Record, SysIdData
+from keras_mgu.sysid.config import RecipeConfig
+from keras_mgu.sysid.models.arx import LinearModel, select_linear_model
+from keras_mgu.sysid.models.signals import SignalPath
+from keras_mgu.sysid.training.lag_run import LAG_CLASSES, lag_config, lag_orders
+from keras_mgu.sysid.training.run import shortest
+
+__all__ = ["Structure", "lag_structures", "model_classes", "network_records", "structures"]
+
+
+def network_records(path: SignalPath, data: SysIdData, continues: bool) -> tuple[Record, Record]:
+    """The estimation and validation records as the network sees them."""
+    est, val = data.estimation, data.validation
+    if not continues:
+        return path.record(est), path.record(val)
+    joined = path.record(
+        Record(
+            np.concatenate([est.u, val.u]), np.concatenate([est.y, val.y]), est.ts,
+            boundaries=est.boundaries,
+        )
+    )  # fmt: skip
+    return joined.slice(0, est.n_samples), joined.slice(est.n_samples, None)
+
+
+@dataclasses.dataclass
+class Structure:
+    """One model class: the network alone, on a linear model's residual, NARX or the loop.
+
+    Attributes:
+        name: One of :data:`~keras_mgu.sysid.config.MODEL_CLASSES`.
+        path: Physical signals to the network's and back.
+        config: The settings resolved for it.
+        linear: The ARX model a lag class (``"narx"``, ``"loop"``,
+            ``"linear"``) starts from (standardised signals); None for the
+            others.
+        anchor: The ARX model of the order chosen on validation, which NARX
+            and the loop fade to outside the estimation range; None for the
+            others.
+    """
+
+    name: str
+    path: SignalPath
+    config: RecipeConfig
+    linear: LinearModel | None = None
+    anchor: LinearModel | None = None
+
+
+def lag_structures(data: SysIdData, config: RecipeConfig, classes: Sequence[str]) -> list:
+    """The lag classes among ``classes``, each with its ARX model and settings.
+
+    The ARX model is refitted by least squares on the standardised estimation
+    record at the lag classes' order (:func:`~keras_mgu.sysid.training.lag_run.lag_orders`
+    of the order :func:`~keras_mgu.sysid.models.arx.select_linear_model` chooses);
+    the order that simulates validation best, refitted, is the anchor that
+    NARX and the loop fade to outside the estimation range (where the
+    validation record is too short for any, the lag-order ARX).
+    """
+    wanted = [name for name in LAG_CLASSES if name in classes]
+    if not wanted:
+        return []
+    outer = Normalizer.fit(data.estimation)
+    est, val = outer.transform(data.estimation), outer.transform(data.validation)
+    chosen, table = select_linear_model(est, val, continues=False)
+    na = lag_orders(chosen)
+    linear = LinearModel.fit(est.u, est.y, na)
+    anchor = chosen
+    if anchor is None and table:
+        anchor = LinearModel.fit(est.u, est.y, min(table, key=_val_rmse)["na"])
+    return [
+        Structure(
+            name,
+            SignalPath(outer),
+            lag_config(config, linear, est.n_samples, name),
+            linear,
+            anchor,
+        )
+        for name in wanted
+    ]
+
+
+def structures(data: SysIdData, config: RecipeConfig) -> tuple[list[Structure], list[dict]]:
+    """The structures the restarts try, and the linear models fitted (orders, validation RMSE).
+
+    The linear model is fitted on the standardised estimation record. With
+    ``config.linear_prior`` ``None`` both structures are tried where it
+    explains the validation record
+    (:func:`~keras_mgu.sysid.models.arx.select_linear_model`), else the network
+    alone; ``True`` or ``False`` force one. An estimation record of several
+    experiments (``Record.boundaries``) trains the network alone (``True``
+    is refused): the linear model is fitted and simulated on one experiment.
+    """
+    outer = Normalizer.fit(data.estimation)
+    est, val = outer.transform(data.estimation), outer.transform(data.validation)
+    n, lag = est.n_samples, data.n_initial
+    several = {"shortest_experiment": shortest(est)}
+    plain = Structure(
+        "network", SignalPath(outer), config.resolved(n, lag, linear_prior=False, **several)
+    )
+    if len(est.experiments) > 1 and config.linear_prior:
+        raise ValueError(
+            "`linear_prior=True` needs one estimation experiment: the linear model is fitted "
+            f"and simulated on one record, and this one holds {len(est.experiments)}."
+        )
+    if config.linear_prior is False or len(est.experiments) > 1:
+        return [plain], []
+    continues = plain.config.validation_continues
+    linear, table = select_linear_model(est, val, continues=continues)
+    if linear is None and config.linear_prior and table:
+        linear = LinearModel.fit(est.u, est.y, min(table, key=_val_rmse)["na"])
+    if linear is None:
+        return [plain], table
+    y_lin = linear.simulate(est.u, est.y[0])
+    inner = Normalizer.fit(Record(np.concatenate([est.u, y_lin], axis=1), est.y - y_lin))
+    resolved = config.resolved(
+        n, lag, time_constant=linear.time_constant, linear_prior=True, **several
+    )
+    prior = Structure("linear+network", SignalPath(outer, linear, inner), resolved)
+    return ([prior] if config.linear_prior else [plain, prior]), table
+
+
+def _val_rmse(row: dict) -> float:
+    return row["validation_rmse"]
+
+
+def model_classes(data: SysIdData, config: RecipeConfig) -> tuple[list[Structure], list[dict]]:
+    """The classes :func:`identify` tries (``config.model_classes``, else the default two).
+
+    Returns the structures and the table of the linear models fitted.
+    """
+    classes = config.classes
+    options, table = [], []
+    if {"network", "linear+network"} & set(classes):
+        options, table = structures(data, config)
+        options = [o for o in options if o.name in classes]
+    lag = lag_structures(data, config, classes)
+    if not options and not lag:  # "linear+network" alone, where the linear model is no candidate
+        raise ValueError(
+            "`model_classes` asks for 'linear+network' alone, but the linear model does "
+            "not explain the validation record; add 'network' or a lag class."
+        )
+    return lag + options, table  # the order runs are trained in, so "run k" is runs[k - 1]

@@ -1,0 +1,176 @@
+"""The recipe's report: the settings of every class tried, a line per run, the class table.
+
+What :func:`~keras_mgu.sysid.identify` prints with ``verbose >= 1``, and the
+class table it keeps (:attr:`~keras_mgu.sysid.Identification.class_table`)
+with the warning line where no network beats the linear models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from keras_mgu.datasets import SysIdData
+from keras_mgu.sysid.choice.candidates import Structure
+from keras_mgu.sysid.config import RecipeConfig
+from keras_mgu.sysid.models.arx import LINEAR_SHARE_MAX
+from keras_mgu.sysid.training.run import RunResult
+
+__all__ = [
+    "capacity_line",
+    "class_table",
+    "describe_class_table",
+    "linear_not_beaten",
+    "print_settings",
+    "run_line",
+    "test_like_rmse",
+    "why_no_prior",
+]
+
+
+def run_line(run: RunResult, name: str, kind: str, done: int) -> str:
+    """The progress line of a trained run (``kind`` ``"run"``, the ``done``-th) or screening."""
+    units = (run.config.units or (0,))[0]
+    label = f"run {done}" if kind == "run" else f"screening {units} units"
+    return (
+        f"{label} ({name}, seed {run.seed}, learning rate "
+        f"{run.config.learning_rate:g}): choice RMSE {run.choice_rmse:.4f} "
+        f"(validation {test_like_rmse(run):.4f}, horizon {run.horizon_rmse:.4f}; "
+        f"standardised), best at iteration {run.best_iteration}, {run.seconds:.0f} s"
+    )
+
+
+def capacity_line(chosen: RecipeConfig) -> str:
+    """The line saying the capacity the screening chose."""
+    return (
+        f"capacity chosen on validation: {chosen.units[0]} units, learning rate "
+        f"{chosen.learning_rate:g}"
+    )
+
+
+def class_table(
+    runs: list[RunResult], options: list[Structure], arx: RunResult | None = None
+) -> list[dict]:
+    """Per class tried: its runs' best and median choice RMSE (standardised).
+
+    Each row also gives its best run's two halves of it: ``validation`` (the
+    validation record simulated from its first measured samples) and
+    ``horizon`` (:class:`RunResult`). ``arx``, the least-squares ARX model the lag classes
+    start from, scored as a run, is the first row (``runs`` 0).
+    """
+    table = []
+    if arx is not None:
+        na, nb = arx.config.n_initial, arx.config.n_initial + 1
+        table.append(_class_row(f"ARX({na}, {nb})", [arx], 0))
+    for option in options:
+        mine = [run for run in runs if run.structure == option.name]
+        table.append(_class_row(option.name, mine, len(mine)))
+    return table
+
+
+def _class_row(name: str, runs: list[RunResult], count: int) -> dict:
+    scores = [run.choice_rmse for run in runs]
+    best = runs[int(np.argmin(scores))]
+    return {
+        "class": name, "runs": count, "best": float(np.min(scores)),
+        "median": float(np.median(scores)), "validation": test_like_rmse(best),
+        "horizon": float(best.horizon_rmse),
+    }  # fmt: skip
+
+
+def test_like_rmse(run: RunResult) -> float:
+    """The validation half of ``run``'s choice RMSE (from its first measured samples)."""
+    squared = 2 * run.choice_rmse**2 - run.horizon_rmse**2
+    return float(np.sqrt(max(squared, 0.0))) if np.isfinite(squared) else float("inf")
+
+
+def describe_class_table(table: list[dict], chosen: str) -> str:
+    """The class table in lines, the chosen class marked, and a warning where ARX is not beaten."""
+    lines = [
+        "choice RMSE (standardised; validation and the free run through the estimation "
+        "record, equally weighted) of each class tried, best / median of its runs, and the "
+        "best run's validation | horizon:"
+    ]
+    for row in table:
+        mark = "  <- chosen" if row["class"] == chosen else ""
+        runs = "least squares" if row["runs"] == 0 else f"{row['runs']} run(s)"
+        nan = float("nan")
+        parts = f"{row.get('validation', nan):.4f} | {row.get('horizon', nan):.4f}"
+        lines.append(
+            f"  {row['class']:<16} {row['best']:.4f} / {row['median']:.4f}  ({parts}; {runs})"
+            + mark
+        )
+    warning = linear_not_beaten(table)
+    return "\n".join(lines + ([warning] if warning else []))
+
+
+def linear_not_beaten(table: list[dict]) -> str | None:
+    """One line saying no nonlinear class beats the linear models on the choice, or None."""
+    linear = [row["best"] for row in table if row["runs"] == 0 or row["class"] == "linear"]
+    networks = [row["best"] for row in table if row["runs"] > 0 and row["class"] != "linear"]
+    if linear and networks and not min(networks) < min(linear):
+        return (
+            "warning: no network beats the linear model (ARX, or the linear class) on the "
+            "choice; the chosen model is linear, or no better than it."
+        )
+    return None
+
+
+def print_settings(
+    data: SysIdData, options: list[Structure], restarts: int, classes: Sequence[str], table: list
+) -> None:
+    extra = f", first one run of each of {len(options)} classes" if len(options) > 1 else ""
+    print(f"recipe: {data.estimation.n_samples} estimation samples, {restarts} restart(s){extra}")
+    tried = {o.name for o in options}
+    if "linear+network" in classes and "linear+network" not in tried:
+        several = len(data.estimation.experiments) > 1
+        print(f"  linear+network: not tried: {why_no_prior(table, several)}", flush=True)
+    for option in options:
+        config, linear = option.config, option.path.linear
+        if option.linear is not None:
+            _print_lag_settings(option)
+            continue
+        state = config.initial_state
+        if state == "encoder":
+            state += f" of {config.n_initial} samples"
+        print(
+            f"  {option.name}: {config.cell.upper()} {list(config.units)}, {state} initial "
+            f"state, linear model {'none' if linear is None else f'ARX{linear.orders}'}, window "
+            f"{config.window} x batch {config.batch_size}, {config.iterations} iterations, "
+            f"learning rate {config.learning_rate:g}, weight decay {config.weight_decay:.3g}"
+            + ("" if config.time_budget is None else f", all runs within {config.time_budget:g} s"),
+            flush=True,
+        )
+
+
+def why_no_prior(table: list[dict], several: bool) -> str:
+    """Why the network on the linear model's residual is not a candidate."""
+    if several:
+        return "the estimation record holds several experiments"
+    if not table:
+        return "linear_prior=False"
+    best = min(table, key=_val_rmse)
+    share = best["validation_rmse"] / best["baseline_rmse"]
+    return (
+        f"the best ARX model (na={best['na']}) simulates the validation record at "
+        f"{share:.0%} of the constant predictor's RMSE, more than the "
+        f"{LINEAR_SHARE_MAX:.0%} that makes it a base for the network"
+    )
+
+
+def _print_lag_settings(option: Structure) -> None:
+    config, (na, nb) = option.config, option.linear.orders
+    branch = {"narx": "MLP", "linear": "no branch"}.get(option.name, config.cell.upper())
+    units = "" if option.name == "linear" else f" {list(config.units)}"
+    print(
+        f"  {option.name}: ARX({na}, {nb}) with {branch}{units} in its loop, "
+        f"state from the {config.n_initial} measured samples before each window, window "
+        f"{config.window} x batch {config.batch_size}, {config.iterations} iterations "
+        f"(after one-step ones), learning rate {config.learning_rate:g}, no weight decay",
+        flush=True,
+    )
+
+
+def _val_rmse(row: dict) -> float:
+    return row["validation_rmse"]

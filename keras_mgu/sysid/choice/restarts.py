@@ -1,0 +1,230 @@
+"""The restarts: runs of the candidate classes trained, scored on validation, and the choice.
+
+:class:`Restarts` trains planned runs (``(structure, seed)`` pairs) one by one
+or as populations (:func:`~keras_mgu.sysid.training.population.train_population`),
+within the time budget if the config sets one, and scores each on the
+physical records: its validation error, the free run through the estimation
+record from its first measured samples (``horizon``), the choice error that
+weighs both equally, and the noise model of its simulation residual
+(:func:`~keras_mgu.sysid.judging.noise_model.fit_noise_model`). Every class
+gets one run from the first seed; the class whose run scores best gets the
+remaining restarts (after its capacity is screened, with
+``capacity="search"``); :meth:`Restarts.chosen` keeps the best run of the
+winning class's pool, or an average of runs (:mod:`~keras_mgu.sysid.choice.selection`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+
+import keras
+import numpy as np
+
+from keras_mgu.datasets import SysIdData
+from keras_mgu.sysid.choice import report
+from keras_mgu.sysid.choice.candidates import Structure, lag_structures, network_records
+from keras_mgu.sysid.choice.capacity import choose_capacity
+from keras_mgu.sysid.choice.selection import describe_members, select
+from keras_mgu.sysid.config import RecipeConfig
+from keras_mgu.sysid.identification import Identification
+from keras_mgu.sysid.judging.noise_model import fit_noise_model
+from keras_mgu.sysid.judging.scoring import equal_weights, error_rmse
+from keras_mgu.sysid.models.output_error import build_output_error
+from keras_mgu.sysid.training.lag_run import LAG_CLASSES, train_lag_run
+from keras_mgu.sysid.training.population import PlannedRun, population_groups, train_population
+from keras_mgu.sysid.training.run import RunResult, train_simulator
+
+__all__ = ["Restarts", "best_run", "selection_pool"]
+
+
+def best_run(runs: list[RunResult], pool: Sequence[int] | None = None) -> int:
+    """The run with the lowest choice RMSE (:attr:`RunResult.choice_rmse`), of ``pool``."""
+    pool = range(len(runs)) if pool is None else pool
+    return pool[int(np.argmin([runs[k].choice_rmse for k in pool]))]
+
+
+def selection_pool(runs: list[RunResult], winner: str) -> list[int]:
+    """The runs the selection chooses from: the winning lag class's, or every other run.
+
+    Runs of one pool share their validation protocol (the same scored samples),
+    so their simulations can be averaged; an average exports as one model.
+    """
+    if winner in LAG_CLASSES:
+        return [k for k, run in enumerate(runs) if run.structure == winner]
+    return [k for k, run in enumerate(runs) if run.structure not in LAG_CLASSES]
+
+
+class Restarts:
+    """Trains and scores the runs of ``options`` on ``data`` (module docstring).
+
+    Args:
+        data: The physical records (estimation, validation).
+        options: The candidate classes (:func:`~keras_mgu.sysid.choice.candidates.model_classes`).
+        restarts: Runs in all of the winning class (its first run included).
+        population: Train runs that share their optimiser settings as one population.
+        verbose: ``model.fit``'s verbosity; ``>= 1`` also prints a line per run.
+        callbacks: Passed to every network run's ``fit``.
+    """
+
+    def __init__(
+        self,
+        data: SysIdData,
+        options: list[Structure],
+        restarts: int,
+        population: bool = True,
+        verbose: int | str = 0,
+        callbacks: Sequence[keras.callbacks.Callback] = (),
+    ) -> None:
+        self.data, self.options, self.restarts = data, options, restarts
+        self.population, self.verbose, self.callbacks = bool(population), verbose, callbacks
+        self.records = {
+            o.name: network_records(o.path, data, o.config.validation_continues) for o in options
+        }
+        self.left = restarts + len(options) - 1  # runs still to train
+        self.budget = options[0].config.time_budget
+        self.start, self.done = time.perf_counter(), 0
+        lag = max(o.config.n_initial for o in options)
+        #: The first samples of the estimation record (the encoder's start).
+        self.first = (data.estimation.u[:lag], data.estimation.y[:lag])
+
+    def first_runs(self, seed: int) -> list[RunResult]:
+        """One run of every class, from ``seed``."""
+        return self.train([(option, seed) for option in self.options])
+
+    def winner(self, runs: list[RunResult], seed: int) -> tuple[Structure, list[dict]]:
+        """The class of the best run, with its capacity screened (``capacity="search"``)."""
+        winner = next(o for o in self.options if o.name == runs[best_run(runs)].structure)
+        if winner.config.capacity == "search" and self.restarts > 1 and winner.linear is None:
+            return self._screened(winner, seed)
+        return winner, []
+
+    def more_runs(self, winner: Structure, seed: int) -> list[RunResult]:
+        """The winning class's remaining restarts (seeds ``seed + 1000 k``)."""
+        return self.train([(winner, seed + 1000 * k) for k in range(1, self.restarts)])
+
+    def chosen(
+        self,
+        runs: list[RunResult],
+        winner: Structure,
+        linear_table: list[dict],
+        capacity_table: list[dict],
+        config: RecipeConfig,
+    ) -> Identification:
+        """The :class:`Identification` of the run (or average of runs) the rule keeps."""
+        pool, rule = selection_pool(runs, winner.name), winner.config.selection
+        members = ()
+        if rule != "best":
+            members = tuple(pool[k] for k in select([runs[k].choice_error for k in pool], rule))
+        if self.verbose and members:
+            print(f"selection ({rule}): {describe_members(members)}", flush=True)
+        est, arx = self.data.estimation, self.arx_run(config)
+        return Identification(
+            runs, best_run(runs, pool), self.data.n_initial, self.first, linear_table, members,
+            input_names=est.input_names, output_names=est.output_names, ts=est.ts,
+            protocol=self.data.protocol, capacity_table=capacity_table,
+            class_table=report.class_table(runs, self.options, arx), arx=arx,
+        )  # fmt: skip
+
+    def train(self, plan: list[tuple[Structure, int]], kind: str = "run") -> list[RunResult]:
+        """Train ``plan`` (``(structure, seed)`` pairs); the results in the plan's order.
+
+        ``kind`` names the runs in the progress lines (``"run"`` or ``"screening"``).
+        """
+        lag = [i for i, (option, _) in enumerate(plan) if option.linear is not None]
+        rest = [i for i in range(len(plan)) if i not in lag]
+        if self.population and rest:
+            groups = population_groups([plan[i][0].config for i in rest])
+            groups = [[rest[j] for j in group] for group in groups]
+        else:
+            groups = [[i] for i in rest]
+        runs: dict[int, RunResult] = {}
+        for i in lag:
+            runs[i] = self._scored(self._train_lag(*plan[i]), *plan[i], kind)
+        for group in groups:
+            share = self._share(len(group))
+            members = [self._member(*plan[i]) for i in group]
+            trained = self._train_group(members, share)
+            for i, run in zip(group, trained, strict=True):
+                runs[i] = self._scored(run, *plan[i], kind)
+        return [runs[i] for i in range(len(plan))]
+
+    def arx_run(self, config: RecipeConfig) -> RunResult | None:
+        """The least-squares ARX model the lag classes start from, scored as a run.
+
+        Fitted at the lag classes' order where none of them was tried; None
+        where the record is too short for it.
+        """
+        option = next((o for o in self.options if o.linear is not None), None)
+        if option is None:
+            try:
+                option = lag_structures(self.data, config, ("linear",))[0]
+            except (ValueError, np.linalg.LinAlgError):
+                return None
+        model = build_output_error(option.linear, option.config.n_initial)
+        run = RunResult(model, 0, float("nan"), 0, 0.0, None, option.config)
+        return self._scored(run, dataclasses.replace(option, name="linear"), 0, "reference")
+
+    def _screened(self, winner: Structure, seed: int) -> tuple[Structure, list[dict]]:
+        """``winner`` with the capacity its screening runs (seed ``seed``) validate best with."""
+
+        def train(configs):
+            plan = [(dataclasses.replace(winner, config=c), seed) for c in configs]
+            return [run.validation_rmse for run in self.train(plan, "screening")]
+
+        chosen, table = choose_capacity(winner.config, train)
+        if self.verbose:
+            print(report.capacity_line(chosen), flush=True)
+        return dataclasses.replace(winner, config=chosen), table
+
+    def _train_lag(self, option: Structure, seed: int) -> RunResult:
+        est, val = self.records[option.name]
+        verbose = self.verbose if isinstance(self.verbose, int) and self.verbose > 1 else 0
+        return train_lag_run(
+            option.name, option.linear, est, val, option.config, seed, verbose, option.anchor
+        )
+
+    def _train_group(self, members: list[PlannedRun], share: float | None) -> list[RunResult]:
+        if len(members) > 1:
+            return train_population(members, self.verbose, self.callbacks, share)
+        m = members[0]
+        return [
+            train_simulator(
+                m.estimation, m.validation, m.config, m.seed, self.verbose, self.callbacks, share
+            )
+        ]
+
+    def _share(self, n_runs: int) -> float | None:
+        if self.budget is None:
+            return None
+        left = self.budget - (time.perf_counter() - self.start)
+        share = max(left * n_runs / max(self.left, n_runs), 1e-3)
+        self.left -= n_runs
+        return share
+
+    def _member(self, option: Structure, seed: int) -> PlannedRun:
+        est, val = self.records[option.name]
+        return PlannedRun(est, val, option.config, seed)
+
+    def _scored(self, run: RunResult, option: Structure, seed: int, kind: str) -> RunResult:
+        """``run`` with its structure, signal path and errors (physical records, standardised)."""
+        run = dataclasses.replace(run, structure=option.name, path=option.path)
+        single = Identification([run], 0, self.data.n_initial, self.first)
+        error, horizons = single.validation_error(self.data), single.horizon_errors(self.data)
+        horizon = np.concatenate(horizons) if horizons else np.zeros((0, error.shape[1]))
+        test_like = single.test_like_error(self.data.validation)
+        noise = None
+        if np.all(np.isfinite(test_like)):
+            noise = fit_noise_model([h for h in horizons if np.all(np.isfinite(h))], test_like)
+        run = dataclasses.replace(
+            run, validation_error=error, validation_rmse=error_rmse(error),
+            horizon_rmse=error_rmse(horizon), choice_error=equal_weights(test_like, horizon),
+            noise=noise,
+        )  # fmt: skip
+        if kind == "reference":
+            return run
+        self.done += kind == "run"
+        if self.verbose:
+            print(report.run_line(run, option.name, kind, self.done), flush=True)
+        return run

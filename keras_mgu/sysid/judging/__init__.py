@@ -1,0 +1,1 @@
+"""Judging a model on measured records: prediction, its band, scores, residuals, evaluation."""

@@ -1,0 +1,1 @@
+"""The model classes: each simulates outputs ``y`` from inputs ``u`` and an initial state."""

@@ -1,0 +1,417 @@
+"""``ArxLoopCell``: a linear ARX model whose loop carries a nonlinear branch that starts at zero.
+
+The cell's state ``z_t`` is the ARX model's own state, its lagged outputs and
+inputs (a non-minimal linear state-space realisation of the ARX model)::
+
+    z_t = [y_{t-1}, ..., y_{t-na}, u_{t-1}, ..., u_{t-nb+1}]      (B, na ny + (nb-1) nu)
+    r_t = [z_t, u_t]                                              the regressors
+    y_t = r_t W + c + g_t                                         ARX part plus branch
+    z_{t+1} = [y_t, y_{t-1}, ..., y_{t-na+1}, u_t, ..., u_{t-nb+2}]
+
+and the branch ``g_t`` is one of:
+
+* ``"mlp"`` (NARX): ``g_t = MLP(r_t)``, ``tanh`` hidden layers, last layer
+  zero at the start;
+* a recurrent cell (the loop model): ``h_t = cell(r_t, h_{t-1})``,
+  ``g_t = h_t P``, ``P = 0`` at the start; the cell's state rides beside
+  ``z`` (``states = [z, *h]``).
+
+Outside the estimation range, a cell given ``bounds`` (the range of each
+regressor on the estimation record) degrades toward a linear model, its
+``anchor`` (default: the one it started from), instead of extrapolating what
+it learned::
+
+    e_t = max_j  max(lo_j - r_tj, r_tj - hi_j, 0) / (hi_j - lo_j)      how far out
+    s_t = clip(1 - e_t / fade, 0, 1)                                  1 inside the range
+    y_t = r_t W_0 + c_0 + s_t (r_t (W - W_0) + (c - c_0) + g_t)      W_0, c_0: the anchor
+
+with the branch reading ``clip(r_t, lo, hi)``: inside the range the model is
+the one trained; a regressor ``fade`` of its range outside it, and beyond, it
+is the anchor (in the recipe: a stable ARX model, the field's linear baseline).
+
+``W``, ``c`` start at the least-squares ARX solution
+(:class:`~keras_mgu.sysid.models.arx.LinearModel`, :func:`arx_kernel`), so a
+fresh cell simulates exactly as the linear model does, and training starts
+from the best linear model. The output of a step feeds back through ``z``:
+the free run of the model is the cell run by :class:`keras_mgu.FusedRNN`
+(its fused engine on every backend), and a window whose ``z_0`` is built from
+measured samples (:class:`LagState`) starts from the measured outputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_mgu.fused.cell import FusedCell
+
+__all__ = [
+    "FADE",
+    "ArxLoopCell",
+    "LagState",
+    "anchor_arrays",
+    "arx_kernel",
+    "lag_simulator",
+    "lag_state_size",
+    "regressor_bounds",
+]
+
+#: How far outside its estimation range (a share of the range) a regressor
+#: takes the model all the way back to its anchor (a linear model).
+FADE = 0.25
+
+
+def lag_state_size(n_inputs: int, n_outputs: int, na: int, nb: int) -> int:
+    """Size of ``z``: ``na`` output lags and ``nb - 1`` input lags."""
+    return na * n_outputs + (nb - 1) * n_inputs
+
+
+def arx_kernel(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``W`` ``(nz + n_inputs, n_outputs)`` of ARX coefficients, rows ordered as ``r_t``.
+
+    ``a`` ``(n_outputs, na)`` and ``b`` ``(n_outputs, n_inputs, nb)`` as in
+    :class:`~keras_mgu.sysid.models.arx.LinearModel` (``y_i[k] = -sum_j a_ij
+    y_i[k-j] + sum_mj b_imj u_m[k-j] + c_i``).
+    """
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    n_outputs, na = a.shape
+    _, n_inputs, nb = b.shape
+    nz = lag_state_size(n_inputs, n_outputs, na, nb)
+    kernel = np.zeros((nz + n_inputs, n_outputs))
+    for i in range(n_outputs):
+        for j in range(1, na + 1):
+            kernel[(j - 1) * n_outputs + i, i] = -a[i, j - 1]
+        for m in range(n_inputs):
+            for j in range(1, nb):
+                kernel[na * n_outputs + (j - 1) * n_inputs + m, i] = b[i, m, j]
+            kernel[nz + m, i] = b[i, m, 0]
+    return kernel
+
+
+def anchor_arrays(anchor: Any, linear: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(kernel, bias)`` of ARX model ``anchor`` in ``linear``'s orders; None for no anchor.
+
+    Both are :class:`~keras_mgu.sysid.models.arx.LinearModel`; ``anchor``'s
+    orders are at most ``linear``'s (its missing lags are zeros).
+    """
+    if anchor is None:
+        return None
+    padded = anchor.padded(*linear.orders)
+    return arx_kernel(padded.a, padded.b), padded.c
+
+
+def regressor_bounds(
+    u_range: tuple[np.ndarray, np.ndarray], y_range: tuple[np.ndarray, np.ndarray], na: int, nb: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-regressor ``(lower, upper)`` ``(nz + n_inputs,)`` in the order of ``r_t``.
+
+    ``u_range``, ``y_range``: each channel's ``(min, max)`` on the estimation
+    record, ``(n_inputs,)`` and ``(n_outputs,)`` arrays; every lag of a
+    channel gets that channel's range.
+    """
+    (u_lo, u_hi), (y_lo, y_hi) = (np.asarray(r, dtype=np.float64) for r in (u_range, y_range))
+    lower = np.concatenate([np.tile(y_lo, na), np.tile(u_lo, nb - 1), u_lo])
+    upper = np.concatenate([np.tile(y_hi, na), np.tile(u_hi, nb - 1), u_hi])
+    return lower, upper
+
+
+def _check_order(name: str, value: Any, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ValueError(f"`{name}` must be an integer >= {least}; received {value!r}.")
+    return int(value)
+
+
+@keras.saving.register_keras_serializable(package="keras_mgu")
+class LagState(keras.layers.Layer):
+    """The ARX state ``z`` from measured samples before a window.
+
+    Call it on ``[u_past (B, L, n_inputs), y_past (B, L, n_outputs)]``, the
+    ``L >= max(na, nb - 1)`` samples before the window, oldest first; it
+    returns ``z`` ``(B, nz)`` (module docstring), newest lag first.
+
+    Args:
+        na, nb: The ARX orders (``nb - 1`` input lags).
+    """
+
+    def __init__(self, na: int, nb: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.na, self.nb = _check_order("na", na, 1), _check_order("nb", nb, 1)
+
+    def call(self, inputs: list) -> Any:
+        u_past, y_past = inputs
+        parts = [_newest_first(y_past, self.na)]
+        if self.nb > 1:
+            parts.append(_newest_first(u_past, self.nb - 1))
+        return ops.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]
+
+    def compute_output_shape(self, input_shape: list) -> tuple:
+        (_, _, n_inputs), (batch, _, n_outputs) = input_shape
+        return (batch, lag_state_size(n_inputs, n_outputs, self.na, self.nb))
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "na": self.na, "nb": self.nb}
+
+
+def _newest_first(x: Any, lags: int) -> Any:
+    """``(B, L, C)`` to ``(B, lags C)``: ``[x_{L-1}, x_{L-2}, ..., x_{L-lags}]``."""
+    last = ops.flip(x[:, -lags:, :], axis=1)
+    return ops.reshape(last, (-1, lags * x.shape[-1]))
+
+
+@keras.saving.register_keras_serializable(package="keras_mgu")
+class ArxLoopCell(FusedCell):
+    """ARX model with a nonlinear branch inside its loop (module docstring).
+
+    Args:
+        n_inputs, n_outputs: Channel counts.
+        na, nb: ARX orders: ``na >= 1`` output lags, inputs ``u_t ..
+            u_{t-nb+1}`` (``nb >= 1``).
+        kernel, bias: Starting ``W`` ``(nz + n_inputs, n_outputs)`` and ``c``
+            ``(n_outputs,)`` (nested lists or arrays; default zeros), e.g.
+            from :func:`arx_kernel` and the ARX model's ``c``.
+        branch: ``"mlp"`` (NARX), or a recurrent Keras cell (an
+            :class:`keras_mgu.MGUCell`, ``keras.layers.GRUCell``, a user's
+            :class:`keras_mgu.FusedCell`...) or its serialised config.
+        hidden: Hidden layer sizes of the ``"mlp"`` branch (``()``: no
+            branch but a linear term, a purely linear model).
+        bounds: ``None`` (default), or ``(lower, upper)``, each ``(nz +
+            n_inputs,)``: the estimation range of every regressor
+            (:func:`regressor_bounds`); outside it the model fades to
+            ``anchor`` (module docstring).
+        fade: The share of a regressor's range outside it at which the
+            model is the anchor alone.
+        anchor: ``(kernel, bias)`` of the linear model faded to outside
+            ``bounds`` (``W_0``, ``c_0`` of the module docstring; shapes as
+            ``kernel`` and ``bias``); default: ``kernel`` and ``bias``.
+
+    Call arguments: as :class:`keras_mgu.FusedCell`; inputs ``u_t`` ``(B,
+    n_inputs)``, states ``[z (B, nz), *branch_states]``; output ``y_t`` ``(B,
+    n_outputs)``.
+    """
+
+    def __init__(
+        self,
+        n_inputs: int,
+        n_outputs: int,
+        na: int,
+        nb: int,
+        kernel: Any = None,
+        bias: Any = None,
+        branch: Any = "mlp",
+        hidden: tuple[int, ...] | list[int] = (64, 64),
+        bounds: Any = None,
+        fade: float = FADE,
+        anchor: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.n_inputs = _check_order("n_inputs", n_inputs, 1)
+        self.n_outputs = _check_order("n_outputs", n_outputs, 1)
+        self.na, self.nb = _check_order("na", na, 1), _check_order("nb", nb, 1)
+        self.nz = lag_state_size(self.n_inputs, self.n_outputs, self.na, self.nb)
+        self.initial_kernel = self._initial("kernel", kernel, (self.nz + self.n_inputs, n_outputs))
+        self.initial_bias = self._initial("bias", bias, (n_outputs,))
+        self.hidden = tuple(_check_order("hidden", h, 1) for h in hidden)
+        self.bounds = self._bounds(bounds)
+        if anchor is None:
+            anchor = (self.initial_kernel, self.initial_bias)
+        self.anchor = (
+            self._initial("anchor kernel", anchor[0], self.initial_kernel.shape),
+            self._initial("anchor bias", anchor[1], self.initial_bias.shape),
+        )
+        if isinstance(fade, bool) or not isinstance(fade, (int, float)) or not 0 < fade < np.inf:
+            raise ValueError(f"`fade` must be a positive number; received {fade!r}.")
+        self.fade = float(fade)
+        if isinstance(branch, dict):
+            branch = keras.saving.deserialize_keras_object(branch)
+        if branch != "mlp" and not hasattr(branch, "state_size"):
+            raise ValueError(
+                "`branch` must be 'mlp' or a recurrent cell (with `state_size`); "
+                f"received {branch!r}."
+            )
+        self.branch = branch
+        self.branch_sizes = [] if branch == "mlp" else _sizes(branch.state_size)
+        self.state_size = [self.nz, *self.branch_sizes]
+        self.output_size = self.n_outputs
+
+    @staticmethod
+    def _initial(name: str, value: Any, shape: tuple) -> np.ndarray:
+        array = np.zeros(shape) if value is None else np.asarray(value, dtype=np.float64)
+        if array.shape != shape or not np.all(np.isfinite(array)):
+            raise ValueError(
+                f"`{name}` must be a finite array of shape {shape}; got {array.shape}."
+            )
+        return array
+
+    def _bounds(self, bounds: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        if bounds is None:
+            return None
+        shape = (self.nz + self.n_inputs,)
+        try:
+            lower, upper = (np.asarray(b, dtype=np.float64) for b in bounds)
+        except (TypeError, ValueError):
+            lower = upper = None
+        if (
+            lower is None
+            or lower.shape != shape
+            or upper.shape != shape
+            or not (
+                np.all(np.isfinite(lower)) and np.all(np.isfinite(upper)) and np.all(upper > lower)
+            )
+        ):
+            raise ValueError(
+                f"`bounds` must be (lower, upper), finite arrays of shape {shape} with "
+                "upper > lower."
+            )
+        return lower, upper
+
+    def build(self, input_shape: tuple) -> None:
+        width = self.nz + self.n_inputs
+        self.kernel = self.add_weight(
+            shape=(width, self.n_outputs), name="arx_kernel",
+            initializer=keras.initializers.Constant(self.initial_kernel),
+        )  # fmt: skip
+        self.bias = self.add_weight(
+            shape=(self.n_outputs,), name="arx_bias",
+            initializer=keras.initializers.Constant(self.initial_bias),
+        )  # fmt: skip
+        if self.bounds is not None:
+            fixed = {
+                "anchor_kernel": self.anchor[0], "anchor_bias": self.anchor[1],
+                "lower": self.bounds[0], "upper": self.bounds[1],
+            }  # fmt: skip
+            for name, value in fixed.items():
+                setattr(self, name, self.add_weight(
+                    shape=value.shape, name=name, trainable=False,
+                    initializer=keras.initializers.Constant(value),
+                ))  # fmt: skip
+        self.layers_weights = []
+        if self.branch == "mlp":
+            for k, units in enumerate(self.hidden):
+                self.layers_weights.append(
+                    self._dense(f"hidden_{k}", width, units, "glorot_uniform")
+                )
+                width = units
+        else:
+            if not self.branch.built:  # a deserialised branch may come built
+                self.branch.build((input_shape[0], self.nz + self.n_inputs))
+            width = self.branch.output_size
+        self.out_kernel = self.add_weight(
+            shape=(width, self.n_outputs), name="branch_out", initializer="zeros"
+        )
+        self.built = True
+
+    def _dense(self, name: str, fan_in: int, units: int, init: str) -> tuple:
+        kernel = self.add_weight(shape=(fan_in, units), name=f"{name}_kernel", initializer=init)
+        bias = self.add_weight(shape=(units,), name=f"{name}_bias", initializer="zeros")
+        return kernel, bias
+
+    def step(self, projected: Any, states: list) -> tuple[Any, list]:
+        """``y_t``, ``[z_{t+1}, *h_t]`` from ``u_t`` ``(B, n_inputs)`` and ``[z_t, *h_{t-1}]``."""
+        z, h = states[0], list(states[1:])
+        r = ops.concatenate([z, projected], axis=-1)
+        y = ops.matmul(r, self.kernel) + self.bias
+        inside = r if self.bounds is None else ops.minimum(ops.maximum(r, self.lower), self.upper)
+        if self.branch == "mlp":
+            g = inside
+            for kernel, bias in self.layers_weights:
+                g = ops.tanh(ops.matmul(g, kernel) + bias)
+            new_h = []
+        else:
+            g, new_h = self.branch(inside, h)
+            new_h = list(new_h) if isinstance(new_h, (list, tuple)) else [new_h]
+        y = y + ops.matmul(g, self.out_kernel)
+        if self.bounds is not None:
+            y = self._faded(r, inside, y)
+        return y, [self._shift(z, y, projected), *new_h]
+
+    def _faded(self, r: Any, inside: Any, y: Any) -> Any:
+        """``y`` faded toward the anchor as ``r`` leaves its bounds."""
+        out = ops.max(ops.abs(r - inside) / (self.upper - self.lower), axis=-1, keepdims=True)
+        share = ops.clip(1.0 - out / self.fade, 0.0, 1.0)
+        anchor = ops.matmul(r, self.anchor_kernel) + self.anchor_bias
+        return anchor + share * (y - anchor)
+
+    def _shift(self, z: Any, y: Any, u: Any) -> Any:
+        """``z_{t+1}``: the newest output and input in front, the oldest dropped."""
+        ny, nu = self.n_outputs, self.n_inputs
+        parts = [y, z[:, : (self.na - 1) * ny]]
+        if self.nb > 1:
+            start = self.na * ny
+            parts += [u, z[:, start : start + (self.nb - 2) * nu]]
+        return ops.concatenate(parts, axis=-1)
+
+    def fused_unsupported_reason(self) -> str | None:
+        reason = super().fused_unsupported_reason()
+        if reason is None and self.branch != "mlp" and isinstance(self.branch, FusedCell):
+            inner = self.branch.fused_unsupported_reason()
+            return None if inner is None else f"its branch cannot run fused: {inner}"
+        return reason
+
+    def get_config(self) -> dict:
+        branch = (
+            self.branch
+            if self.branch == "mlp"
+            else keras.saving.serialize_keras_object(self.branch)
+        )
+        return {
+            **super().get_config(),
+            "n_inputs": self.n_inputs,
+            "n_outputs": self.n_outputs,
+            "na": self.na,
+            "nb": self.nb,
+            "kernel": self.initial_kernel.tolist(),
+            "bias": self.initial_bias.tolist(),
+            "branch": branch,
+            "hidden": list(self.hidden),
+            "bounds": None if self.bounds is None else [b.tolist() for b in self.bounds],
+            "fade": self.fade,
+            "anchor": [a.tolist() for a in self.anchor],
+        }
+
+
+def _sizes(state_size: Any) -> list[int]:
+    if isinstance(state_size, (list, tuple)):
+        return [int(s) for s in state_size]
+    return [int(state_size)]
+
+
+def lag_simulator(
+    cell: ArxLoopCell, lag: int, encoder_units: int = 64, name: str = "lag"
+) -> keras.Model:
+    """The free-run model ``[u_past, y_past, u] -> y`` of an :class:`ArxLoopCell`.
+
+    Inputs (standardised units): ``u_past`` ``(B, lag, n_inputs)`` and
+    ``y_past`` ``(B, lag, n_outputs)``, the measured samples before the
+    simulated ones, and ``u`` ``(B, T, n_inputs)``; output ``y`` ``(B, T,
+    n_outputs)``. ``z_0`` comes from the measured samples (:class:`LagState`);
+    a recurrent branch's states from an encoder, a ``tanh`` layer of
+    ``encoder_units`` on the flattened ``2 lag`` samples and a linear layer
+    per state. These are the inputs of :func:`~keras_mgu.sysid.build_simulator`'s
+    encoder models, so :class:`~keras_mgu.sysid.Identification` simulates,
+    predicts and saves both alike.
+    """
+    from keras_mgu.fused.layer import FusedRNN  # the layer module imports the package's cells
+
+    if lag < max(cell.na, cell.nb - 1):
+        raise ValueError(
+            f"`lag` must be at least max(na, nb - 1) = {max(cell.na, cell.nb - 1)}; received {lag}."
+        )
+    u_past = keras.Input((lag, cell.n_inputs), name="u_past")
+    y_past = keras.Input((lag, cell.n_outputs), name="y_past")
+    u = keras.Input((None, cell.n_inputs), name="u")
+    states = [LagState(cell.na, cell.nb, name="lag_state")([u_past, y_past])]
+    if cell.branch_sizes:
+        past = keras.layers.Flatten(name="past_flat")(
+            keras.layers.Concatenate(name="past")([u_past, y_past])
+        )
+        hidden = keras.layers.Dense(encoder_units, activation="tanh", name="encoder_hidden")(past)
+        states += [
+            keras.layers.Dense(n, name=f"encoder_state_{j}")(hidden)
+            for j, n in enumerate(cell.branch_sizes)
+        ]
+    y = FusedRNN(cell, return_sequences=True, name="loop")(u, initial_state=states)
+    return keras.Model([u_past, y_past, u], y, name=f"{name}_simulator")

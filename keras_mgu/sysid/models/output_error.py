@@ -1,0 +1,42 @@
+"""The linear class: the ARX model refined on the simulation error (an output-error fit).
+
+Least squares fits the ARX model to the one-step error; a simulation model is
+judged on its free run, where the one-step fit can be far from the best
+linear simulator. This class starts at the least-squares ARX solution and
+trains its coefficients alone on the simulation error of the lag classes'
+windows (:mod:`~keras_mgu.sysid.training.lag_trainer`, no one-step phase)::
+
+    r_t = [y_{t-1}, ..., y_{t-na}, u_t, ..., u_{t-nb+1}]      (simulated y, measured u)
+    y_t = r_t W + c                                           W, c: the ARX to start
+
+so :func:`~keras_mgu.sysid.identify` always has the field's linear baseline
+fitted by simulation error among its candidates: its choice is never worse
+than linear on what it chooses by. The model is an
+:class:`~keras_mgu.sysid.models.loop_cell.ArxLoopCell` without a branch (``"mlp"``
+with no hidden layer: one more linear term, zero at the start), so it
+simulates, predicts, saves and exports as NARX does.
+"""
+
+from __future__ import annotations
+
+import keras
+
+from keras_mgu.sysid.models.arx import LinearModel
+from keras_mgu.sysid.models.loop_cell import ArxLoopCell, arx_kernel, lag_simulator
+
+__all__ = ["build_output_error"]
+
+
+def build_output_error(linear: LinearModel, lag: int | None = None) -> keras.Model:
+    """The linear simulator ``[u_past, y_past, u] -> y`` started at ``linear``.
+
+    Args:
+        linear: The ARX model (standardised signals) it starts from.
+        lag: Measured samples read before a window (default ``max(na, nb - 1)``).
+    """
+    na, nb = linear.orders
+    n_outputs, n_inputs = linear.b.shape[:2]
+    cell = ArxLoopCell(
+        n_inputs, n_outputs, na, nb, arx_kernel(linear.a, linear.b), linear.c, "mlp", ()
+    )
+    return lag_simulator(cell, lag or max(na, nb - 1), name="linear")

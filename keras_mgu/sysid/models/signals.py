@@ -1,0 +1,67 @@
+"""Physical signals to what the network sees, and back: :class:`SignalPath`.
+
+::
+
+    u_s, y_s = (u - u_mean) / u_std, (y - y_mean) / y_std       (estimation statistics)
+    y_lin    = LinearModel.simulate(u_s, y0_s)                  (when a linear model is used)
+    x        = inner([u_s, y_lin]),  target = inner(y_s - y_lin)  (standardised again)
+    y        = outer^-1(inner^-1(y_net) + y_lin)                (the network's output back)
+
+The recipe (:mod:`~keras_mgu.sysid.recipe`) makes one per structure when it
+trains, and :class:`~keras_mgu.sysid.Identification` uses each run's to
+simulate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from keras_mgu.datasets import Normalizer, Record
+from keras_mgu.sysid.models.arx import LinearModel
+
+__all__ = ["SignalPath"]
+
+
+@dataclasses.dataclass
+class SignalPath:
+    """Physical signals to the network's inputs and targets, and its outputs back.
+
+    Attributes:
+        outer: Standardisation with the estimation record's statistics.
+        linear: The linear model fitted first (on standardised signals), or None.
+        inner: Standardisation of ``[u_s, y_lin]`` and ``y_s - y_lin`` (None
+            without a linear model).
+    """
+
+    outer: Normalizer
+    linear: LinearModel | None = None
+    inner: Normalizer | None = None
+
+    def inputs(self, u: np.ndarray, y0: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(x (N, n_net_inputs), y_lin (N, n_outputs) or None)`` for physical ``u``, ``y0``."""
+        u_s = self.outer.transform_u(u)
+        if self.linear is None:
+            return u_s, None
+        y_lin = self.linear.simulate(u_s, self.outer.transform_y(y0))
+        return self.inner.transform_u(np.concatenate([u_s, y_lin], axis=1)), y_lin
+
+    def targets(self, y: np.ndarray, y_lin: np.ndarray | None) -> np.ndarray:
+        """The network's targets for physical outputs ``y`` (``y_lin`` of the same samples)."""
+        y_s = self.outer.transform_y(y)
+        return y_s if y_lin is None else self.inner.transform_y(y_s - y_lin)
+
+    def outputs(self, y_net: np.ndarray, y_lin: np.ndarray | None) -> np.ndarray:
+        """Physical outputs from the network's outputs."""
+        if y_lin is not None:
+            y_net = self.inner.inverse_transform_y(y_net) + y_lin
+        return self.outer.inverse_transform_y(y_net)
+
+    def record(self, record: Record) -> Record:
+        """``record`` as the network sees it, the linear model at rest at its first output."""
+        x, y_lin = self.inputs(record.u, record.y[0])
+        return Record(
+            x, self.targets(record.y, y_lin), record.ts, name=record.name,
+            boundaries=record.boundaries,
+        )  # fmt: skip

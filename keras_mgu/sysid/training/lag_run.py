@@ -1,0 +1,174 @@
+"""The lag classes (NARX, the linear loop, the linear model) in the recipe: settings, one run.
+
+The settings follow from the record and the ARX model fitted first:
+
+* **orders**: ``na = max(4, na_ARX)``, ``nb = na + 1`` (the ARX order chosen on
+  validation, at least 4 so that the network sees velocity and acceleration
+  of a second-order plant through noise); the ARX is refitted by least
+  squares at that order and is where both classes start.
+* **window** ``T`` (:func:`window_for_modes`): the longer of half the period
+  of the slowest oscillating mode of the ARX model (``pi / angle(p)``
+  samples for its complex pole ``p`` of lowest frequency) and twice the time
+  constant of its slowest real mode (``-2 / ln p``; an integrator: the
+  longest window), so that a window spans the plant's memory on slow plants
+  as on oscillators; within ``[16, 256]`` and at most an eighth of the
+  estimation record.
+* **work** (:func:`lag_iterations`): in proportion to the record, 16 passes
+  over its window starts (``16 W / 32`` steps of 32 windows, ``W`` about
+  ``N``), at least 2,000 steps, at most 64,000, and at most
+  :data:`SAMPLE_BUDGET` simulated samples (``steps T 32``), all times
+  ``effort``; before them one-step steps, 2.5 for NARX and 0.5 for the loop
+  per window step of the first 2,000 (times ``effort``): 5,000 and 1,000 by
+  default; none for the linear class. Adam at
+  :data:`LEARNING_RATE`, no weight decay; 32 windows a batch.
+* **range**: NARX and the loop fade to the ARX model of the order chosen on
+  validation (the ``anchor``) outside the estimation record's range of their
+  regressors
+  (:class:`~keras_mgu.sysid.models.loop_cell.ArxLoopCell`'s ``bounds``); the linear
+  class (:mod:`~keras_mgu.sysid.models.output_error`) extrapolates as a linear model.
+
+Every lag-class run reads ``L = na`` measured samples before a window, so its
+resolved :class:`~keras_mgu.sysid.RecipeConfig` says ``initial_state =
+"encoder"`` and ``n_initial = L``: :class:`~keras_mgu.sysid.Identification`
+simulates, predicts, saves and exports it as it does the encoder models.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from keras_mgu.datasets import Record
+from keras_mgu.sysid.config import RecipeConfig
+from keras_mgu.sysid.models.arx import LinearModel
+from keras_mgu.sysid.models.loop import build_linear_loop
+from keras_mgu.sysid.models.loop_cell import regressor_bounds
+from keras_mgu.sysid.models.narx import build_narx
+from keras_mgu.sysid.models.output_error import build_output_error
+from keras_mgu.sysid.training.lag_trainer import WindowSchedule, train_on_windows
+from keras_mgu.sysid.training.run import RunResult
+
+__all__ = [
+    "LAG_CLASSES",
+    "LEARNING_RATE",
+    "lag_config",
+    "lag_iterations",
+    "lag_orders",
+    "train_lag_run",
+    "window_for_modes",
+]
+
+#: The lag classes' names, as :attr:`RunResult.structure` says them.
+LAG_CLASSES = ("narx", "loop", "linear")
+#: Adam's learning rate of the lag classes (no weight decay).
+LEARNING_RATE = 1e-3
+#: Least ARX order of the lag classes, and the window's bounds.
+MIN_ORDER, WINDOW_MIN, WINDOW_MAX = 4, 16, 256
+#: Least and most window steps of a run at ``effort=1``; hidden layers of the NARX network.
+ITERATIONS, MAX_ITERATIONS, NARX_HIDDEN = 2000, 64_000, (64, 64)
+#: Passes over the window starts, and windows of a batch.
+PASSES, BATCH = 16, 32
+#: Most simulated samples (steps x window x batch) of a run at ``effort=1``.
+SAMPLE_BUDGET = 2 * 32_000 * 16 * BATCH
+#: One-step steps before the window steps, per window step of the first ``effort * ITERATIONS``.
+ONE_STEP = {"narx": 2.5, "loop": 0.5, "linear": 0.0}
+
+
+def lag_orders(linear: LinearModel | None) -> int:
+    """``na`` of the lag classes: the chosen ARX order, at least :data:`MIN_ORDER`."""
+    return max(MIN_ORDER, linear.orders[0] if linear is not None else MIN_ORDER)
+
+
+def window_for_modes(linear: LinearModel, n_samples: int) -> int:
+    """``T`` from the ARX model's slowest modes (module docstring)."""
+    poles = np.concatenate([np.roots(np.r_[1.0, a]) for a in linear.a])
+    poles = poles[np.abs(poles) > 0.5]  # faster modes set no window
+    angles = np.abs(np.angle(poles))
+    oscillating = angles[(angles > 1e-6) & (angles < math.pi - 1e-6)]
+    real = np.abs(poles[(angles <= 1e-6)])
+    wanted = float(WINDOW_MIN)
+    if len(oscillating):
+        wanted = max(wanted, math.pi / float(oscillating.min()))
+    if len(real):
+        radius = float(real.max())
+        wanted = max(wanted, -2.0 / math.log(radius) if radius < 1.0 else math.inf)
+    return int(min(WINDOW_MAX, round(min(wanted, 1e9)), max(1, n_samples // 8)))
+
+
+def lag_iterations(n_windows: int, window: int, effort: int = 1) -> int:
+    """Window steps for ``n_windows`` starts of windows of ``window`` samples (module docstring)."""
+    wanted = math.ceil(PASSES * n_windows / BATCH)
+    budget = SAMPLE_BUDGET // (window * BATCH)
+    return effort * int(max(ITERATIONS, min(wanted, MAX_ITERATIONS, budget)))
+
+
+def lag_config(
+    config: RecipeConfig, linear: LinearModel, n_samples: int, name: str
+) -> RecipeConfig:
+    """``config`` resolved for lag class ``name`` on an ``n_samples`` estimation record."""
+    na = linear.orders[0]
+    window = config.window or window_for_modes(linear, n_samples)
+    iterations = config.iterations or lag_iterations(n_samples - na, window, config.effort)
+    units = {"loop": config.units or (32,), "narx": NARX_HIDDEN, "linear": ()}[name]
+    return dataclasses.replace(
+        config,
+        cell=config.cell if name == "loop" else "mlp",
+        units=units,
+        linear_prior=True,
+        initial_state="encoder",
+        n_initial=na,
+        iterations=iterations,
+        learning_rate=LEARNING_RATE,
+        weight_decay=0.0,
+        window=window,
+        batch_size=BATCH,
+        washout=0,
+        validation_continues=False,
+    )
+
+
+def train_lag_run(
+    name: str,
+    linear: LinearModel,
+    estimation: Record,
+    validation: Record,
+    config: RecipeConfig,
+    seed: int,
+    verbose: int = 0,
+    anchor: LinearModel | None = None,
+) -> RunResult:
+    """One run of lag class ``name`` on standardised records, ``config`` from :func:`lag_config`.
+
+    ``validation_score`` is the best validation RMSE (standardised) and
+    ``best_iteration`` the step it was reached at (0: the ARX model itself).
+    NARX and the loop fade to ``anchor`` (default ``linear``) outside
+    ``estimation``'s range.
+    """
+    bounds = regressor_bounds(
+        (estimation.u.min(0), estimation.u.max(0)), (estimation.y.min(0), estimation.y.max(0)),
+        *linear.orders,
+    )  # fmt: skip
+    if name == "narx":
+        model = build_narx(linear, hidden=config.units, seed=seed, bounds=bounds, anchor=anchor)
+    elif name == "loop":
+        model = build_linear_loop(
+            linear,
+            cell=config.cell,
+            units=config.units[0],
+            seed=seed,
+            bounds=bounds,
+            anchor=anchor,
+        )
+    else:
+        model = build_output_error(linear)
+    one_step = int(ONE_STEP[name] * min(config.iterations, config.effort * ITERATIONS))
+    schedule = WindowSchedule(
+        config.window, config.iterations, one_step, config.learning_rate,
+        config.decay_points, config.decay_rate, min(config.validation_checks, 20),
+    )  # fmt: skip
+    info = train_on_windows(model, estimation, validation, schedule, seed, verbose=verbose)
+    run = RunResult(model, seed, info["score"], info["iteration"], info["seconds"], None, config)
+    run.validation_history = info["history"]
+    return run
