@@ -236,7 +236,7 @@ def test_help_texts_show_no_rest_markup(command, capsys):
     if command == ["export"]:
         assert (
             "model file (.kmgu)" in out
-            and "keras_mgu.sysid.files.standalone.export_simulator" in out
+            and "keras_mgu.sysid.files.onnx_export.export_simulator" in out
         )
 
 
@@ -288,7 +288,7 @@ def test_schedule_and_score_options_map_onto_the_config():
     every = parsed_config("--iterations", "300", "--validation-every", "7")
     assert every.validation_interval() == 7 and every.steps_per_epoch == 100
     assert parsed_config("--iterations", "30").steps_per_epoch == 30  # --iterations is exact
-    assert keras_mgu.cli.identify.SCORE_NAMES == keras_mgu.sysid.config.SCORE_NAMES
+    assert keras_mgu.cli.identify.SCORE_NAMES == keras_mgu.sysid.config_checks.SCORE_NAMES
 
 
 @BACKEND_INDEPENDENT

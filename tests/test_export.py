@@ -255,7 +255,7 @@ def random_arx(rng, n_in: int, n_out: int, na: int, nb: int):
 @pytest.mark.parametrize("n_in, n_out, na, nb", [(2, 2, 2, 3), (1, 1, 3, 1), (3, 1, 1, 2)])
 def test_linear_simulation_layer_matches_the_arx_recursion(n_in, n_out, na, nb):
     """The ARX loop as a Keras layer against LinearModel.simulate (SciPy's lfilter, float64)."""
-    from keras_mgu.sysid.files.standalone import LinearSimulation
+    from keras_mgu.sysid.files.standalone_layers import LinearSimulation
 
     rng = np.random.default_rng(na * 10 + nb)
     linear = random_arx(rng, n_in, n_out, na, nb)
@@ -331,7 +331,7 @@ def assert_same_simulation(path: str, found, u, y) -> None:
 def test_identified_model_exports_as_an_onnx_simulator(identified, kind, members, tmp_path):
     import dataclasses
 
-    from keras_mgu.sysid.files.standalone import export_simulator
+    from keras_mgu.sysid.files.onnx_export import export_simulator
 
     data, found = identified
     found = dataclasses.replace(found[kind], members=members)
@@ -359,7 +359,7 @@ def assert_band_in_metadata(path, found):
 def test_models_saved_on_another_backend_export_here(saved_on_another_backend, tmp_path):
     """Identified and saved in a subprocess on another backend; load, export and run here."""
     from keras_mgu import datasets, sysid
-    from keras_mgu.sysid.files.standalone import export_simulator
+    from keras_mgu.sysid.files.onnx_export import export_simulator
 
     models, _ = saved_on_another_backend
     test = datasets.simulate_cascaded_tanks(n_samples=160, seed=0).test
@@ -378,7 +378,7 @@ def test_models_saved_on_another_backend_export_here(saved_on_another_backend, t
 def test_gru_models_are_not_exported_on_torch(identified, tmp_path):
     import dataclasses
 
-    from keras_mgu.sysid.files.standalone import export_simulator
+    from keras_mgu.sysid.files.onnx_export import export_simulator
 
     _, found = identified
     learned = found["learned"]
@@ -406,7 +406,7 @@ def test_gru_models_are_not_exported_on_torch(identified, tmp_path):
 def test_onnx_output_is_named_after_the_output_channels(names, want):
     import types
 
-    from keras_mgu.sysid.files.standalone import onnx_output_name
+    from keras_mgu.sysid.files.onnx_export import onnx_output_name
 
     assert onnx_output_name(types.SimpleNamespace(output_names=names)) == want
 
@@ -418,7 +418,7 @@ def test_renaming_the_onnx_output_keeps_the_graph(tmp_path):
     onnxruntime = pytest.importorskip("onnxruntime")
     from onnx import TensorProto, helper
 
-    from keras_mgu.sysid.files.standalone import _rename_onnx_output
+    from keras_mgu.sysid.files.onnx_export import _rename_onnx_output
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 2])
     body = helper.make_graph(

@@ -3,7 +3,7 @@
 Reads the model file (``.kmgu``) and writes one ONNX file that simulates in
 physical units: the standardisation, the linear model (when the model has
 one), the network(s) and the average of averaged runs are all in it
-(:func:`keras_mgu.sysid.files.standalone.export_simulator`; docs/deployment.md).
+(:func:`keras_mgu.sysid.files.onnx_export.export_simulator`; docs/deployment.md).
 
 Inputs of the file (float32, batch first): learned-state models take ``u``
 (batch, N, n_inputs) and simulate from the learned state (fitting the state
@@ -67,7 +67,7 @@ def read_inputs(args: argparse.Namespace) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Load the model, write the ONNX file, print its inputs and outputs; exit status 0."""
-    from keras_mgu.sysid.files.standalone import (
+    from keras_mgu.sysid.files.onnx_export import (
         export_simulator,
         import_exporters,
         onnx_output_name,

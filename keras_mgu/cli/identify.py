@@ -113,7 +113,7 @@ QUICK_ITERATIONS = 40
 QUICK_RESTARTS = 2
 QUICK_SAMPLES = 256
 DERIVED = "default: derived from the record"
-#: Names ``--score-weights`` may weigh (``keras_mgu.sysid.config.SCORE_NAMES``).
+#: Names ``--score-weights`` may weigh (``keras_mgu.sysid.config_checks.SCORE_NAMES``).
 SCORE_NAMES = ("val_rmse", "loss")
 
 

@@ -1,52 +1,37 @@
 """System identification with MGU simulation models, as a library.
 
-* :mod:`~keras_mgu.sysid.models.network`: :func:`build_simulator` and the
-  :class:`LearnedInitialState` layer.
-* :mod:`~keras_mgu.sysid.training.windows`: :class:`TrainingWindows`, the training
-  batches cut from an estimation record.
+The rooms, from the top floor down (each uses only those below it):
+
+* :mod:`~keras_mgu.sysid.tuning`: :func:`tune`, sweeps of the recipe's
+  settings with KerasTuner (each trial one :func:`identify`);
+  :mod:`~keras_mgu.sysid.timing`: :func:`estimate_training`, how long the
+  recipe will train, from a few timed steps.
+* :mod:`~keras_mgu.sysid.recipe`: :func:`identify`, the recipe.
+* :mod:`~keras_mgu.sysid.choice`: the candidate classes and their settings
+  (``candidates``), their restarts trained and scored on validation
+  (``restarts``), the best run or an ensemble (``selection``,
+  :func:`greedy_ensemble`), the capacity screening (``capacity``) and the
+  recipe's printed report (``report``).
+* :mod:`~keras_mgu.sysid.identification`: :class:`Identification`, the
+  result: simulation, k-step prediction and their band; :func:`load`.
+* :mod:`~keras_mgu.sysid.files`: the ``.kmgu`` model file (``kmgu``) and the
+  standalone simulator for export (``standalone``, ``onnx_export``).
+* :mod:`~keras_mgu.sysid.judging`: the k-step prediction (``prediction``,
+  ``noise_model``), the band (``band``, :class:`Band`), :func:`score`,
+  :func:`rmse` and :func:`fit_percent` (``scoring``),
+  :func:`residual_analysis` and :func:`evaluate`.
+* :mod:`~keras_mgu.sysid.training`: one run of a network class
+  (``run``, :func:`train_simulator` on :class:`TrainingWindows`) or of a lag
+  class (``lag_run``, ``lag_trainer``), and several runs at once
+  (``population``, :func:`train_population`; ``grouped``).
+* :mod:`~keras_mgu.sysid.models`: the model classes: the network
+  (``network``, :func:`build_simulator`), the ARX model (``arx``,
+  :class:`LinearModel`), NARX, the loop and the linear class (``narx``,
+  ``loop``, ``output_error`` on ``loop_cell``), the signal path
+  (:class:`SignalPath`) and the state of a new experiment (``state``,
+  :func:`fit_initial_state`).
 * :mod:`~keras_mgu.sysid.config`: :class:`RecipeConfig` and the rules that
   derive its open settings from the record.
-* :mod:`~keras_mgu.sysid.models.arx`: :class:`LinearModel`, the ARX model fitted
-  first, and :func:`select_linear_model`.
-* :mod:`~keras_mgu.sysid.training.run`: :func:`train_simulator`, one run.
-* :mod:`~keras_mgu.sysid.timing`: :func:`estimate_training`, how long the
-  recipe will train a model, from a few timed steps.
-* :mod:`~keras_mgu.sysid.recipe`: :func:`identify` (restarts of both
-  structures, the choice on validation).
-* :mod:`~keras_mgu.sysid.choice.selection`: choosing among the runs on validation,
-  the best run or an average of runs (:func:`greedy_ensemble`).
-* :mod:`~keras_mgu.sysid.training.population`: :func:`train_population`, several
-  runs trained at once in one model.
-* :mod:`~keras_mgu.sysid.tuning.search`: :func:`tune`, searches of the recipe's
-  settings with KerasTuner, locally and across machines.
-* :mod:`~keras_mgu.sysid.identification`: :class:`Identification`, the
-  result: simulation from a learned or estimated initial state; its
-  :meth:`~Identification.save` and :func:`load`.
-* :mod:`~keras_mgu.sysid.models.signals`: :class:`SignalPath`, physical signals to
-  the network's and back (standardisation, the linear model's residual).
-* :mod:`~keras_mgu.sysid.files.kmgu`: the model file's format (``.kmgu``),
-  written and read for :meth:`Identification.save` and :func:`load`.
-* :mod:`~keras_mgu.sysid.models.state`: the state of a new experiment from its first
-  measured samples.
-* :mod:`~keras_mgu.sysid.judging.prediction`: one run's simulation and its k-step-ahead
-  prediction (:meth:`Identification.predict`).
-* :mod:`~keras_mgu.sysid.judging.scoring`: :func:`score` and :func:`rmse` under the
-  ``"all"`` and ``"benchmark"`` conventions, and :func:`fit_percent`.
-* :mod:`~keras_mgu.sysid.judging.evaluation`: :func:`evaluate`, a model judged on a
-  measured experiment (simulation, k-step prediction, fit %, residuals).
-* :mod:`~keras_mgu.sysid.judging.residuals`: :func:`residual_analysis`, the residual's
-  autocorrelation and cross-correlation with the inputs, with their band.
-* :mod:`~keras_mgu.sysid.models.loop_cell`: ``ArxLoopCell``, an ARX model whose loop
-  carries a nonlinear branch that starts at zero, and ``lag_simulator``.
-* :mod:`~keras_mgu.sysid.models.narx` and :mod:`~keras_mgu.sysid.models.loop`: the NARX
-  and linear-loop model classes built on it.
-* :mod:`~keras_mgu.sysid.training.lag_trainer`: training on short windows started
-  from measured outputs; :mod:`~keras_mgu.sysid.training.lag_run`: their settings
-  and one run in the recipe (``RecipeConfig(model_classes=...)``).
-* :mod:`~keras_mgu.sysid.judging.noise_model`: the autoregression of a network
-  class's simulation residual that its k-step prediction adds;
-  :mod:`~keras_mgu.sysid.judging.band`: the band around every simulation and
-  prediction, calibrated on the validation record.
 
 Example::
 
@@ -61,9 +46,12 @@ Example::
     print(sysid.fit_percent(data.test.y, y_sim))
 """
 
+from keras_mgu.sysid.choice.candidates import Structure, structures
 from keras_mgu.sysid.choice.selection import SELECTION_RULES, greedy_ensemble
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.files.kmgu import ModelFileError
+from keras_mgu.sysid.files.onnx_export import export_simulator
+from keras_mgu.sysid.files.standalone import standalone_simulator
 from keras_mgu.sysid.identification import Identification, load
 from keras_mgu.sysid.judging.band import Band, Trajectory, calibrate_band
 from keras_mgu.sysid.judging.evaluation import Evaluation, evaluate
@@ -74,11 +62,10 @@ from keras_mgu.sysid.models.arx import LinearModel, select_linear_model
 from keras_mgu.sysid.models.network import LearnedInitialState, build_simulator
 from keras_mgu.sysid.models.signals import SignalPath
 from keras_mgu.sysid.models.state import fit_initial_state
-from keras_mgu.sysid.choice.candidates import Structure, structures
 from keras_mgu.sysid.recipe import identify
-from keras_mgu.sysid.training.run import RunResult, train_simulator
 from keras_mgu.sysid.timing import TrainingEstimate, estimate_training
 from keras_mgu.sysid.training.population import PlannedRun, population_groups, train_population
+from keras_mgu.sysid.training.run import RunResult, train_simulator
 from keras_mgu.sysid.training.windows import TrainingWindows
 from keras_mgu.sysid.tuning.search import DEFAULT_SPACE, TuneResult, check_space, tune
 
@@ -108,6 +95,7 @@ __all__ = [
     "check_space",
     "estimate_training",
     "evaluate",
+    "export_simulator",
     "fit_initial_state",
     "fit_noise_model",
     "fit_percent",
@@ -119,6 +107,7 @@ __all__ = [
     "rmse",
     "score",
     "select_linear_model",
+    "standalone_simulator",
     "structures",
     "train_population",
     "train_simulator",

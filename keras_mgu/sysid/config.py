@@ -40,20 +40,16 @@ import dataclasses
 import math
 from collections.abc import Mapping
 
-__all__ = ["SCORE_NAMES", "SELECTION_RULES", "RecipeConfig", "check_rule", "check_score_weights"]
+from keras_mgu.sysid.config_checks import (
+    check_decay,
+    check_rule,
+    check_score_weights,
+    non_negative,
+    positive_int,
+)
 
-#: The rules that choose among runs (:mod:`~keras_mgu.sysid.choice.selection`).
-SELECTION_RULES = ("best", "ensemble")
+__all__ = ["RecipeConfig", "window_for_memory"]
 
-
-def check_rule(rule: object) -> None:
-    """Refuse a selection rule other than those of :data:`SELECTION_RULES`."""
-    if rule not in SELECTION_RULES:
-        raise ValueError(f"`selection` must be one of {SELECTION_RULES}; received {rule!r}.")
-
-
-#: Names :class:`RecipeConfig.score_weights` may weigh: validation RMSE, training MSE.
-SCORE_NAMES = ("val_rmse", "loss")
 #: Records up to this many estimation samples train on the whole record at once.
 WHOLE_RECORD_MAX = 2048
 #: Encoder lag when the data has no protocol saying how many outputs a test gives.
@@ -75,70 +71,6 @@ DEFAULT_MODEL_CLASSES = MODEL_CLASSES
 #: The classes whose network simulates from its own state (the others read measured lags):
 #: their k-step prediction adds a noise model (:mod:`~keras_mgu.sysid.judging.noise_model`).
 NETWORK_CLASSES = ("network", "linear+network")
-
-
-def _positive_int(name: str, value: object, allow_none: bool = False) -> None:
-    if allow_none and value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
-
-
-def _non_negative(name: str, value: object, allow_none: bool = True) -> None:
-    if allow_none and value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f"`{name}` must be a number >= 0; received {value!r}.")
-
-
-def _check_decay(points: object, rate: object) -> tuple[float, ...]:
-    """``points`` as a tuple of fractions in ``(0, 1]``; ``rate`` a positive number."""
-    if isinstance(points, (int, float)) and not isinstance(points, bool):
-        points = (points,)
-    try:
-        points = tuple(float(p) for p in points)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"`decay_points` must be fractions of the run in (0, 1]; received {points!r}."
-        ) from None
-    if not points or not all(0.0 < p <= 1.0 for p in points):
-        raise ValueError(
-            f"`decay_points` must be fractions of the run in (0, 1]; received {points!r}."
-        )
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < math.inf:
-        raise ValueError(f"`decay_rate` must be a positive number; received {rate!r}.")
-    return points
-
-
-def check_score_weights(weights: object) -> dict[str, float]:
-    """``weights`` as a dict of :data:`SCORE_NAMES` to finite weights ``>= 0``, one positive.
-
-    Raises:
-        ValueError: not a mapping, an unknown name, a negative or non-finite
-            weight, or all weights zero.
-    """
-    if not isinstance(weights, Mapping) or not weights:
-        raise ValueError(
-            f"`score_weights` must map {' and/or '.join(SCORE_NAMES)} to weights; "
-            f"received {weights!r}."
-        )
-    unknown = sorted(str(name) for name in weights if name not in SCORE_NAMES)
-    if unknown:
-        raise ValueError(
-            f"`score_weights` names must be among {list(SCORE_NAMES)}; received {unknown}."
-        )
-    checked = {}
-    for name, weight in weights.items():
-        ok = isinstance(weight, (int, float)) and not isinstance(weight, bool)
-        if not ok or not 0 <= weight < math.inf:
-            raise ValueError(
-                f"The weight of '{name}' in `score_weights` must be a number >= 0; "
-                f"received {weight!r}."
-            )
-        checked[name] = float(weight)
-    if not any(checked.values()):
-        raise ValueError(f"`score_weights` needs a positive weight; received {checked}.")
-    return checked
 
 
 def window_for_memory(time_constant: float | None) -> int:
@@ -286,12 +218,12 @@ class RecipeConfig:
             units = (self.units,) if isinstance(self.units, int) else tuple(self.units)
             object.__setattr__(self, "units", units)
         for name in ("steps_per_epoch", "validation_checks", "effort"):
-            _positive_int(name, getattr(self, name))
+            positive_int(name, getattr(self, name))
         for name in ("iterations", "batch_size", "n_initial", "validation_every"):
-            _positive_int(name, getattr(self, name), allow_none=True)
-        object.__setattr__(self, "decay_points", _check_decay(self.decay_points, self.decay_rate))
+            positive_int(name, getattr(self, name), allow_none=True)
+        object.__setattr__(self, "decay_points", check_decay(self.decay_points, self.decay_rate))
         object.__setattr__(self, "score_weights", check_score_weights(self.score_weights))
-        _non_negative("weight_decay", self.weight_decay)
+        non_negative("weight_decay", self.weight_decay)
         if self.initial_state not in (None, "learned", "encoder"):
             raise ValueError(
                 "`initial_state` must be None, 'learned' or 'encoder'; received "

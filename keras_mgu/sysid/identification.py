@@ -21,7 +21,7 @@ from keras_mgu.datasets import Normalizer, Protocol, Record
 from keras_mgu.sysid.config import NETWORK_CLASSES, RecipeConfig
 from keras_mgu.sysid.files import kmgu
 from keras_mgu.sysid.judging.band import Band, Trajectory, calibrate_band, check_level
-from keras_mgu.sysid.judging.prediction import RunSimulator
+from keras_mgu.sysid.judging.prediction import RunSimulator, check_signal
 from keras_mgu.sysid.judging.scoring import equal_weights, error_rmse, score
 from keras_mgu.sysid.models.signals import SignalPath
 
@@ -29,15 +29,6 @@ __all__ = ["BENCHMARK_N_INITIAL", "Identification"]
 
 #: Measured samples that set the state when neither the caller nor the protocol says.
 BENCHMARK_N_INITIAL = 50
-
-
-def _check_signal(name: str, value: Any, channels: int) -> np.ndarray:
-    arr = np.asarray(value, dtype=np.float64)
-    if arr.ndim != 2 or arr.shape[1] != channels:
-        raise ValueError(f"`{name}` must have shape (N, {channels}); received {arr.shape}.")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"`{name}` contains NaN or inf; give finite measured values.")
-    return arr
 
 
 @dataclasses.dataclass
@@ -157,9 +148,9 @@ class Identification:
         """
         level = self._band_level(band)
         outer = self.path.outer
-        u = _check_signal("u", u, len(outer.u_mean))
+        u = check_signal("u", u, len(outer.u_mean))
         if y_initial is not None:
-            y_initial = _check_signal("y_initial", y_initial, len(outer.y_mean))
+            y_initial = check_signal("y_initial", y_initial, len(outer.y_mean))
             if not 1 <= len(y_initial) < len(u):
                 raise ValueError(
                     f"`y_initial` has {len(y_initial)} samples; give between 1 and {len(u) - 1} "
@@ -218,8 +209,8 @@ class Identification:
         cost of the longest (:meth:`~keras_mgu.sysid.judging.prediction.RunSimulator.predictions`).
         """
         outer = self.path.outer
-        u = _check_signal("u", u, len(outer.u_mean))
-        y = _check_signal("y", y, len(outer.y_mean))
+        u = check_signal("u", u, len(outer.u_mean))
+        y = check_signal("y", y, len(outer.y_mean))
         if len(y) != len(u):
             raise ValueError(f"`u` has {len(u)} samples and `y` {len(y)}; give the same number.")
         for k in horizons:

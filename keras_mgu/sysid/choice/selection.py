@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from keras_mgu.sysid.config import SELECTION_RULES, check_rule
+from keras_mgu.sysid.config_checks import SELECTION_RULES, check_rule
 from keras_mgu.sysid.judging.scoring import error_rmse
 
 __all__ = [

@@ -50,7 +50,7 @@ import numpy as np
 from keras_mgu.sysid.config import NETWORK_CLASSES
 from keras_mgu.sysid.models.state import encoder_history, fit_initial_state
 
-__all__ = ["CHUNK_SAMPLES", "RunSimulator"]
+__all__ = ["CHUNK_SAMPLES", "RunSimulator", "check_signal"]
 
 #: Samples (windows x window length) simulated per batched network call of ``predict``.
 CHUNK_SAMPLES = 2**17
@@ -58,6 +58,16 @@ CHUNK_SAMPLES = 2**17
 WINDOW_HORIZONS = (1, 2, 5, 10, 20, 50, 100)
 #: The window horizon of a run whose windows err less at every horizon compared.
 WINDOW_ALWAYS = 2**31 - 1
+
+
+def check_signal(name: str, value: Any, channels: int) -> np.ndarray:
+    """``value`` as a finite float64 array ``(N, channels)``; a ValueError naming ``name`` else."""
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] != channels:
+        raise ValueError(f"`{name}` must have shape (N, {channels}); received {arr.shape}.")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"`{name}` contains NaN or inf; give finite measured values.")
+    return arr
 
 
 @dataclasses.dataclass

@@ -12,7 +12,7 @@ fitted first, and the cell's contribution to its update, ``P``, starts at
 zero: a fresh model simulates exactly as the linear model does. A window
 starts from the linear state its measured samples give and the cell's state
 from an encoder of the same samples
-(:func:`~keras_mgu.sysid.models.loop_cell.lag_simulator`); it trains as
+(:func:`~keras_mgu.sysid.models.lag_model.lag_simulator`); it trains as
 :mod:`~keras_mgu.sysid.training.lag_trainer` says. The loop is an
 :class:`~keras_mgu.sysid.models.loop_cell.ArxLoopCell`, run by
 :class:`keras_mgu.FusedRNN` on the fused path of every backend.
@@ -27,7 +27,8 @@ import keras
 
 from keras_mgu.cell import MGUCell
 from keras_mgu.sysid.models.arx import LinearModel
-from keras_mgu.sysid.models.loop_cell import ArxLoopCell, anchor_arrays, arx_kernel, lag_simulator
+from keras_mgu.sysid.models.lag_model import lag_simulator
+from keras_mgu.sysid.models.loop_cell import ArxLoopCell, anchor_arrays, arx_kernel
 
 __all__ = ["CELLS", "build_linear_loop", "make_cell"]
 

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 import keras
 
 from keras_mgu.sysid.models.arx import LinearModel
-from keras_mgu.sysid.models.loop_cell import ArxLoopCell, anchor_arrays, arx_kernel, lag_simulator
+from keras_mgu.sysid.models.lag_model import lag_simulator
+from keras_mgu.sysid.models.loop_cell import ArxLoopCell, anchor_arrays, arx_kernel
 
 __all__ = ["build_narx"]
 

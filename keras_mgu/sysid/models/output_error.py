@@ -22,7 +22,8 @@ from __future__ import annotations
 import keras
 
 from keras_mgu.sysid.models.arx import LinearModel
-from keras_mgu.sysid.models.loop_cell import ArxLoopCell, arx_kernel, lag_simulator
+from keras_mgu.sysid.models.lag_model import lag_simulator
+from keras_mgu.sysid.models.loop_cell import ArxLoopCell, arx_kernel
 
 __all__ = ["build_output_error"]
 

@@ -1,6 +1,6 @@
 """Training a lag model on short windows that start from measured outputs.
 
-A lag model (:func:`~keras_mgu.sysid.models.loop_cell.lag_simulator`: the NARX and
+A lag model (:func:`~keras_mgu.sysid.models.lag_model.lag_simulator`: the NARX and
 the linear-loop classes) maps ``[u_past, y_past, u]`` to ``y``. Its training
 windows are cut at every start ``s`` of the (standardised) estimation record,
 each experiment on its own::

@@ -10,13 +10,9 @@ import pytest
 from keras_mgu import MGUCell
 from keras_mgu.kernels.reference import mgu_step
 from keras_mgu.sysid import LinearModel
+from keras_mgu.sysid.models.lag_model import lag_simulator
 from keras_mgu.sysid.models.loop import build_linear_loop, make_cell
-from keras_mgu.sysid.models.loop_cell import (
-    ArxLoopCell,
-    arx_kernel,
-    lag_simulator,
-    regressor_bounds,
-)
+from keras_mgu.sysid.models.loop_cell import ArxLoopCell, arx_kernel, regressor_bounds
 from keras_mgu.sysid.models.narx import build_narx
 
 

@@ -1,0 +1,95 @@
+"""Checks of the recipe's settings: each refuses a bad value, saying what is expected."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+__all__ = [
+    "SCORE_NAMES",
+    "SELECTION_RULES",
+    "check_decay",
+    "check_rule",
+    "check_score_weights",
+    "non_negative",
+    "positive_int",
+]
+
+#: The rules that choose among runs (:mod:`~keras_mgu.sysid.choice.selection`).
+SELECTION_RULES = ("best", "ensemble")
+
+
+def check_rule(rule: object) -> None:
+    """Refuse a selection rule other than those of :data:`SELECTION_RULES`."""
+    if rule not in SELECTION_RULES:
+        raise ValueError(f"`selection` must be one of {SELECTION_RULES}; received {rule!r}.")
+
+
+#: Names :class:`RecipeConfig.score_weights` may weigh: validation RMSE, training MSE.
+SCORE_NAMES = ("val_rmse", "loss")
+
+
+def positive_int(name: str, value: object, allow_none: bool = False) -> None:
+    """Refuse anything but an integer >= 1 (or None, where allowed)."""
+    if allow_none and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer; received {value!r}.")
+
+
+def non_negative(name: str, value: object, allow_none: bool = True) -> None:
+    """Refuse anything but a number >= 0 (or None, where allowed)."""
+    if allow_none and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"`{name}` must be a number >= 0; received {value!r}.")
+
+
+def check_decay(points: object, rate: object) -> tuple[float, ...]:
+    """``points`` as a tuple of fractions in ``(0, 1]``; ``rate`` a positive number."""
+    if isinstance(points, (int, float)) and not isinstance(points, bool):
+        points = (points,)
+    try:
+        points = tuple(float(p) for p in points)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"`decay_points` must be fractions of the run in (0, 1]; received {points!r}."
+        ) from None
+    if not points or not all(0.0 < p <= 1.0 for p in points):
+        raise ValueError(
+            f"`decay_points` must be fractions of the run in (0, 1]; received {points!r}."
+        )
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < math.inf:
+        raise ValueError(f"`decay_rate` must be a positive number; received {rate!r}.")
+    return points
+
+
+def check_score_weights(weights: object) -> dict[str, float]:
+    """``weights`` as a dict of :data:`SCORE_NAMES` to finite weights ``>= 0``, one positive.
+
+    Raises:
+        ValueError: not a mapping, an unknown name, a negative or non-finite
+            weight, or all weights zero.
+    """
+    if not isinstance(weights, Mapping) or not weights:
+        raise ValueError(
+            f"`score_weights` must map {' and/or '.join(SCORE_NAMES)} to weights; "
+            f"received {weights!r}."
+        )
+    unknown = sorted(str(name) for name in weights if name not in SCORE_NAMES)
+    if unknown:
+        raise ValueError(
+            f"`score_weights` names must be among {list(SCORE_NAMES)}; received {unknown}."
+        )
+    checked = {}
+    for name, weight in weights.items():
+        ok = isinstance(weight, (int, float)) and not isinstance(weight, bool)
+        if not ok or not 0 <= weight < math.inf:
+            raise ValueError(
+                f"The weight of '{name}' in `score_weights` must be a number >= 0; "
+                f"received {weight!r}."
+            )
+        checked[name] = float(weight)
+    if not any(checked.values()):
+        raise ValueError(f"`score_weights` needs a positive weight; received {checked}.")
+    return checked

@@ -1,0 +1,194 @@
+"""The standalone simulator written to an ONNX file: its output named, its band in the metadata.
+
+In the file written by :func:`export_simulator` the output is named after
+the model's output channels (:func:`onnx_output_name`), and the file's
+metadata carries the simulation's band (:func:`band_metadata`: its
+half-width per output at a few levels; the band is ``y -+ w``, so the graph
+itself needs no second output).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import keras
+import numpy as np
+
+from keras_mgu.sysid.files.standalone import INPUT_NAMES, exported_runs, standalone_simulator
+
+__all__ = [
+    "METADATA_LEVELS",
+    "band_metadata",
+    "export_simulator",
+    "import_exporters",
+    "onnx_output_name",
+]
+
+
+def onnx_output_name(found: Any) -> str:
+    """The name of the output of :func:`export_simulator`'s ONNX file for ``found``.
+
+    ``found.output_names`` joined with ``_`` (``"y"`` for one output ``y``;
+    ``"y1_y2"`` for two), each reduced to letters, digits and ``_``; ``"y"``
+    when the model names no outputs; prefixed with ``y_`` when it would start
+    with a digit, and suffixed with ``_sim`` when it would be the name of an
+    input (:data:`INPUT_NAMES`).
+    """
+    parts = [re.sub(r"[^A-Za-z0-9_]+", "_", str(n)).strip("_") for n in found.output_names]
+    name = "_".join(p for p in parts if p) or "y"
+    if name[0].isdigit():
+        name = f"y_{name}"
+    return f"{name}_sim" if name in INPUT_NAMES else name
+
+
+def import_exporters(format: str = "onnx") -> list[str]:
+    """Import the modules an export imports, their start-up lines kept off stderr.
+
+    Keras's serialisation (the networks' ``get_config``, as a model is
+    loaded or copied) imports TensorFlow wherever it is installed, on every
+    backend, and tf2onnx imports it on the TensorFlow backend; TensorFlow's
+    native libraries then print their start-up lines (oneDNN, CUDA drivers)
+    on file descriptor 2. Imported here first with that descriptor sent
+    aside (:func:`keras_mgu._quiet.import_quietly`), they stay quiet later.
+    Modules not installed, or whose import fails, are left to the export to
+    report (:func:`keras_mgu.export.check_exportable` names the missing
+    ones). Returns the modules that are loaded.
+    """
+    from keras_mgu._quiet import import_quietly
+    from keras_mgu.export import ONNX_PACKAGES
+
+    routes = ONNX_PACKAGES.get(keras.backend.backend(), ()) if format == "onnx" else ()
+    return import_quietly("tensorflow", *routes)
+
+
+def export_simulator(found: Any, filepath: str, format: str = "onnx") -> keras.Model:
+    """Write :func:`standalone_simulator` of ``found`` to ``filepath`` with ``model.export``.
+
+    Goes through :func:`keras_mgu.export.export` (its checks, the native
+    loops off); the exporters are imported by :func:`import_exporters`. An
+    ONNX file's output is then renamed :func:`onnx_output_name` (the
+    exporters name it after an internal tensor). Returns the exported Keras
+    model (its ``inputs`` name the file's inputs).
+
+    Raises:
+        ValueError: GRU or LSTM runs on the PyTorch backend, whose Keras
+            layers the ONNX route traces at one sequence length (export on
+            the TensorFlow or JAX backend instead).
+    """
+    from keras_mgu.export import export
+
+    cells = sorted({run.config.cell for run in exported_runs(found)} - {"mgu"})
+    if cells and format == "onnx" and keras.backend.backend() == "torch":
+        raise ValueError(
+            f"Cannot export {'/'.join(c.upper() for c in cells)} networks to ONNX on the PyTorch "
+            "backend: Keras traces its GRU and LSTM layers there at one sequence length, so the "
+            "file would simulate no other length. Export on the TensorFlow or JAX backend "
+            "(KERAS_BACKEND=tensorflow or jax, or keras-mgu export --backend tensorflow); the "
+            "model file loads on any backend."
+        )
+    import_exporters(format)
+    model = standalone_simulator(found)
+    # Keras exports only models that were called; 8 steps of zeros.
+    zeros = [np.zeros((1, *(d or 8 for d in x.shape[1:])), "float32") for x in model.inputs]
+    model(zeros if len(zeros) > 1 else zeros[0])
+    export(model, filepath, format=format, verbose=False)
+    if format == "onnx":
+        _rename_onnx_output(str(filepath), onnx_output_name(found))
+        if getattr(found, "band", None) is not None:
+            _write_band_metadata(str(filepath), found.band)
+    return model
+
+
+#: The levels whose free-run band half-widths an ONNX file's metadata carries.
+METADATA_LEVELS = (0.9, 0.95, 0.99)
+
+
+def band_metadata(band: Any) -> dict[str, str]:
+    """The ONNX metadata of a band: ``keras_mgu.band_half_width.<level>`` per level.
+
+    Each value is a JSON list, one half-width per output in physical units,
+    of the simulation's band (:mod:`~keras_mgu.sysid.judging.band`): the standalone
+    simulator's output ``y`` lies within ``y -+ w`` with about that
+    probability, after the samples that set its state.
+    """
+    return {
+        f"keras_mgu.band_half_width.{level:g}": json.dumps(
+            [float(w) for w in band.half_width(level)]
+        )
+        for level in METADATA_LEVELS
+    }
+
+
+def _write_band_metadata(filepath: str, band: Any) -> None:
+    """Add :func:`band_metadata` to the ONNX file ``filepath``'s metadata, in place."""
+    import onnx
+
+    proto = onnx.load(filepath, load_external_data=False)
+    props = {prop.key: prop.value for prop in proto.metadata_props}
+    onnx.helper.set_model_props(proto, {**props, **band_metadata(band)})
+    onnx.save(proto, filepath)
+
+
+def _rename_onnx_output(filepath: str, name: str) -> None:
+    """Name the single output of the ONNX file ``filepath`` ``name``, in place.
+
+    A value of the graph (or of a subgraph) that already has the name is
+    renamed first; the output takes the name everywhere it is read. Tensors
+    stored beside the file stay where they are.
+    """
+    import onnx
+
+    proto = onnx.load(filepath, load_external_data=False)
+    graph = proto.graph
+    if len(graph.output) != 1:
+        raise ValueError(f"Expected one output in {filepath!r}; found {len(graph.output)}.")
+    old = graph.output[0].name
+    if old == name:
+        return
+    taken = _value_names(graph)
+    if name in taken:
+        spare = next(f"{name}_{i}" for i in range(len(taken) + 1) if f"{name}_{i}" not in taken)
+        _rename_value(graph, name, spare)
+    if old in {x.name for x in graph.input}:  # the output is an input: pass it on instead
+        graph.node.append(onnx.helper.make_node("Identity", [old], [name], name=f"{name}_out"))
+        graph.output[0].name = name
+    else:
+        _rename_value(graph, old, name)
+    onnx.save(proto, filepath)
+
+
+def _subgraphs(node: Any) -> list:
+    """The graphs in ``node``'s attributes (the bodies of ``Loop``, ``If``, ``Scan``)."""
+    graphs = []
+    for attribute in node.attribute:
+        if attribute.HasField("g"):
+            graphs.append(attribute.g)
+        graphs.extend(attribute.graphs)
+    return graphs
+
+
+def _value_names(graph: Any) -> set[str]:
+    """Every value name in ``graph`` and its subgraphs."""
+    names = {v.name for v in (*graph.input, *graph.output, *graph.value_info)}
+    names |= {t.name for t in graph.initializer}
+    for node in graph.node:
+        names |= {*node.input, *node.output} - {""}
+        for sub in _subgraphs(node):
+            names |= _value_names(sub)
+    return names
+
+
+def _rename_value(graph: Any, old: str, new: str) -> None:
+    """Rename the value ``old`` to ``new`` (a name used nowhere) in ``graph`` and its subgraphs."""
+    for value in (*graph.input, *graph.output, *graph.value_info, *graph.initializer):
+        if value.name == old:
+            value.name = new
+    for node in graph.node:
+        for names in (node.input, node.output):
+            for i, value in enumerate(names):
+                if value == old:
+                    names[i] = new
+        for sub in _subgraphs(node):
+            _rename_value(sub, old, new)
