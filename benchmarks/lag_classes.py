@@ -6,7 +6,7 @@ class) and the recipe's other defaults, for each seed, and prints one line per r
 class chosen, the wall time, the test RMSE and the beyond record's RMSE
 before and after ``beyond_start``, each simulated from the record's first 50
 measured outputs and scored after them, in the output's unit. The floors
-(ARX, the plant's own class) come from ``benchmarks/zoo_polynomial_narx.py
+(ARX, the plant's own class) come from ``benchmarks/sysid_suite.py
 --floors``.
 
     KERAS_BACKEND=jax python benchmarks/lag_classes.py hardening_oscillator pendulum --seeds 0 1 2

@@ -44,6 +44,7 @@ Usage::
     python benchmarks/sysid_suite.py --backend torch --benchmarks emps --seeds 0 1 2
     python benchmarks/sysid_suite.py --report
     python benchmarks/sysid_suite.py --linear          # the linear model alone, for comparison
+    python benchmarks/sysid_suite.py --floors hardening_oscillator pendulum   # zoo floors
     python benchmarks/sysid_suite.py --backend jax --benchmarks wh2009 \\
         --config '{"units": [64]}' --out benchmarks/results/suite_variants/units_64
     python benchmarks/sysid_suite.py --backend jax --benchmarks zoo:duffing zoo:bouc_wen \\
@@ -131,6 +132,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--linear", action="store_true", help="score the linear model alone on each benchmark"
     )
+    parser.add_argument("--floors", nargs="+", metavar="PLANT",
+                        help="print these zoo plants' floors (ARX, own class)")  # fmt: skip
     parser.add_argument("--worker", nargs=2, metavar=("BENCHMARK", "SEED"), help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -698,6 +701,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{title}:\n\n{table}\n\n" + "\n".join(commands))
             runs = "Every run of the zoo plants (structure, seed, within / beyond after)"
             print(f"\n{runs}:\n\n{zoo_runs_table(args.out)}")
+    elif args.floors:
+        plants = [load_zoo_plant(f"zoo:{name}") for name in args.floors]
+        print(suite_zoo.floors_table({p.name: floors(p.data, p) for p in plants}))
     elif args.linear:
         print(linear_alone(args))
     elif args.worker:

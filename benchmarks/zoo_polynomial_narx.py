@@ -15,12 +15,8 @@ RMSE is infinite. No network is trained; the script needs only NumPy.
 
     python benchmarks/zoo_polynomial_narx.py duffing two_mass_drive bouc_wen overflowing_tanks
 
-``--floors`` prints instead the floors the suite's report sets beside each
-zoo plant: the ARX model of ``sysid_suite.py --linear`` and, where the plant
-has one, its own class fitted by least squares (:func:`own_class_reference`),
-both scored as the suite scores a network (``suite_zoo.zoo_floors``)::
-
-    python benchmarks/zoo_polynomial_narx.py hardening_oscillator pendulum --floors
+Its own-class fits (:func:`own_class_reference`) are the floors the suite
+sets beside each zoo plant (``sysid_suite.py --floors PLANT ...``).
 """
 
 from __future__ import annotations
@@ -28,8 +24,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import os
-import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -229,16 +223,7 @@ def main() -> None:
     parser.add_argument("plants", nargs="+")
     parser.add_argument("--orders", type=int, nargs="+", default=[2, 4, 8])
     parser.add_argument("--degrees", type=int, nargs="+", default=[1, 3])
-    parser.add_argument("--floors", action="store_true",
-                        help="the suite's floors: ARX and the own-class reference")  # fmt: skip
     args = parser.parse_args()
-    if args.floors:
-        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        from benchmarks import suite_zoo, sysid_suite
-
-        plants = [zoo_plant(name, seed=suite_zoo.ZOO_DATA_SEED) for name in args.plants]
-        print(suite_zoo.floors_table({p.name: sysid_suite.floors(p.data, p) for p in plants}))
-        return
     print("| plant | degree | na | validation | beyond, before | beyond, after | after / before |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name in args.plants:

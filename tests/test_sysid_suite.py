@@ -327,6 +327,17 @@ def test_own_class_references_beat_the_arx_floor_by_a_clear_factor():
 
 
 @BACKEND_INDEPENDENT
+def test_floors_option_prints_each_plants_floors(capsys):
+    suite = load_suite()
+    assert suite.main(["--floors", "pendulum"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| pendulum")]
+    plant = zoo_plant("pendulum", seed=suite.ZOO_DATA_SEED)
+    floors = suite.floors(plant.data, plant)
+    assert [row.split("|")[2].strip() for row in rows] == ["ARX", "own class"]
+    assert f"{floors['reference']['within']:.3g}" in rows[1]
+
+
+@BACKEND_INDEPENDENT
 def test_floors_of_a_plant_without_its_own_class_and_of_a_measured_record():
     suite = load_suite()
     plant = zoo_plant("two_mass_drive", n_samples=600)
