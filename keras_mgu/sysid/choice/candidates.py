@@ -146,11 +146,11 @@ def model_classes(data: SysIdData, config: RecipeConfig) -> tuple[list[Structure
     Returns the structures and the table of the linear models fitted.
     """
     classes = config.classes
+    lag = lag_structures(data, config, classes)
     options, table = [], []
     if {"network", "linear+network"} & set(classes):
         options, table = structures(data, config)
         options = [o for o in options if o.name in classes]
-    lag = lag_structures(data, config, classes)
     if not options and not lag:  # "linear+network" alone, where the linear model is no candidate
         raise ValueError(
             "`model_classes` asks for 'linear+network' alone, but the linear model does "
