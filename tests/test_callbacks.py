@@ -178,7 +178,9 @@ def test_learning_rate_schedule_is_rejected():
 def test_decay_points_config_round_trip():
     callback = LearningRateDecayPoints((0.25, 0.75), decay_rate=0.2, verbose=1)
     config = callback.get_config()
-    assert config == {"decay_points": [0.25, 0.75], "decay_rate": 0.2, "verbose": 1}
+    assert config == {
+        "decay_points": [0.25, 0.75], "decay_rate": 0.2, "verbose": 1, "unit": "epoch"
+    }  # fmt: skip
     restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(callback))
     assert isinstance(restored, LearningRateDecayPoints)
     assert restored.get_config() == config
@@ -521,3 +523,78 @@ def test_resumed_run_does_not_overwrite_a_better_saved_model(tmp_path):
     assert (es.best_score, es.best_iteration) == (0.8, 10)
     assert _read_json(path)["best_iteration"] == 10
     _assert_weights_equal(_load_weights(path), spy.weights[10])
+
+
+# -- decay by iteration, checks at the start and the end -------------------------------
+
+
+@pytest.mark.parametrize("points, rate", [((0.5, 0.8), 0.3), ((0.25,), 0.5)])
+def test_iteration_decay_trains_as_keras_piecewise_constant_decay(points, rate):
+    """The same updates as Keras's own schedule with boundaries floor(p * I)."""
+    x, y = _data(n=40)
+    iterations = 10  # 40 samples / batch 4
+    boundaries = [math.floor(p * iterations) for p in points]
+    values = [1e-2 * rate**k for k in range(len(boundaries) + 1)]
+    reference = _model(optimizer=keras.optimizers.Adam(
+        keras.optimizers.schedules.PiecewiseConstantDecay(boundaries, values)))  # fmt: skip
+    _fit(reference, x, y, [])
+    model = _model(learning_rate=1e-2)
+    _fit(model, x, y, [LearningRateDecayPoints(points, rate, unit="iteration")])
+    _assert_weights_equal(model.get_weights(), reference.get_weights())
+
+
+def test_iteration_decay_rates_per_batch():
+    x, y = _data(n=40)
+    seen = []
+
+    class Rate(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            seen.append(float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)))
+
+    model = _model(learning_rate=1e-2)
+    _fit(model, x, y, [LearningRateDecayPoints(0.5, 0.1, unit="iteration"), Rate()], epochs=2)
+    # 20 iterations: the boundary floor(0.5 * 20) = 10; updates 0..10 at 1e-2, then 1e-3.
+    np.testing.assert_allclose(seen, [1e-2] * 11 + [1e-3] * 9, rtol=1e-6)
+
+
+def test_check_at_start_scores_the_starting_weights_and_can_keep_them():
+    x, y = _data()
+    model = _model(learning_rate=10.0)  # a rate that only makes the model worse
+    start_weights, start_rmse = _copy(model.get_weights()), model.evaluate(x, y, verbose=0)[1]
+    stopper = WeightedEarlyStopping(
+        {"val_rmse": 1.0}, validation_data=(x, y), validation_frequency=2, check_at_start=True
+    )
+    _fit(model, x, y, [stopper])
+    assert [h["iteration"] for h in stopper.history] == [0, 2, 4]  # 16 / 4 = 4 iterations
+    assert stopper.history[0]["val_rmse"] == pytest.approx(start_rmse, rel=1e-6)
+    assert stopper.best_iteration == 0 and stopper.best_score == stopper.history[0]["score"]
+    _assert_weights_equal(model.get_weights(), start_weights)
+
+
+def test_check_at_end_checks_a_last_batch_off_the_frequency():
+    x, y = _data(n=28)  # 7 iterations of batch 4
+    at_end = WeightedEarlyStopping(
+        {"val_rmse": 1.0}, validation_data=(x, y), validation_frequency=3, check_at_end=True
+    )
+    plain = WeightedEarlyStopping({"val_rmse": 1.0}, validation_data=(x, y), validation_frequency=3)
+    _fit(_model(), x, y, [at_end])
+    _fit(_model(), x, y, [plain])
+    assert [h["iteration"] for h in plain.history] == [1, 3, 6]
+    assert [h["iteration"] for h in at_end.history] == [1, 3, 6, 7]
+
+
+def test_edge_checks_and_iteration_decay_refuse_what_they_cannot_do():
+    with pytest.raises(ValueError, match="set `validation_frequency`"):
+        WeightedEarlyStopping({"loss": 1.0}, check_at_end=True)
+    with pytest.raises(ValueError, match="weigh only `val_"):
+        WeightedEarlyStopping(
+            {"val_rmse": 1.0, "loss": 0.1}, validation_data=(np.zeros((1, 1)),) * 2,
+            validation_frequency=2, check_at_start=True,
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="`unit` must be one of"):
+        LearningRateDecayPoints(0.5, unit="step")
+    from keras_mgu.callbacks import TimeBudget
+
+    with pytest.raises(ValueError, match="unit='epoch'"):
+        TimeBudget(10.0, LearningRateDecayPoints(0.5, unit="iteration"))
+    assert LearningRateDecayPoints(0.5, unit="iteration").get_config()["unit"] == "iteration"

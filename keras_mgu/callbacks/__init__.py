@@ -16,7 +16,7 @@ All work on the TensorFlow, JAX and PyTorch backends.
 """
 
 from keras_mgu.callbacks.budget import TimeBudget
-from keras_mgu.callbacks.decay import LearningRateDecayPoints, decay_epochs
+from keras_mgu.callbacks.decay import LearningRateDecayPoints, decay_epochs, decay_iterations
 from keras_mgu.callbacks.early_stopping import SAVE_SUFFIXES, WeightedEarlyStopping
 from keras_mgu.callbacks.population import PopulationEarlyStopping
 
@@ -27,4 +27,5 @@ __all__ = [
     "TimeBudget",
     "WeightedEarlyStopping",
     "decay_epochs",
+    "decay_iterations",
 ]

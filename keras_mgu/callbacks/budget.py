@@ -41,6 +41,11 @@ class TimeBudget(keras.callbacks.Callback):
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
             raise ValueError(f"`seconds` must be a positive number; received {seconds!r}.")
         self.seconds = float(seconds)
+        if schedule is not None and schedule.unit != "epoch":
+            raise ValueError(
+                "TimeBudget shortens a schedule by whole epochs; give it a "
+                f"LearningRateDecayPoints with unit='epoch' (received unit={schedule.unit!r})."
+            )
         self.schedule = schedule
         self.planned_epochs: int | None = None
         self.stopped_epoch: int | None = None

@@ -20,6 +20,19 @@ def decay_epochs(decay_points: Sequence[float], epochs: int) -> list[int]:
     return sorted({math.ceil(round(p * epochs, 9)) for p in decay_points})
 
 
+def decay_iterations(decay_points: Sequence[float], iterations: int) -> list[int]:
+    """Boundaries ``floor(p * iterations)``: the rate decays once per boundary the update passes.
+
+    The update with 0-based index ``s`` runs at ``base * rate ** #{b < s}``, as
+    ``keras.optimizers.schedules.PiecewiseConstantDecay`` with these boundaries.
+    """
+    return sorted({math.floor(p * iterations) for p in decay_points})
+
+
+#: What a decay point is a fraction of: the fit's epochs or its iterations.
+UNITS = ("epoch", "iteration")
+
+
 def _check_decay_points(decay_points: Any) -> tuple[float, ...]:
     if isinstance(decay_points, Real) and not isinstance(decay_points, bool):
         decay_points = (decay_points,)
@@ -95,11 +108,20 @@ class LearningRateDecayPoints(keras.callbacks.Callback):
     already passed. ``fit`` must be given the same ``epochs`` as the original
     run, since the decay epochs depend on it.
 
+    With ``unit="iteration"`` the points are fractions of the fit's ``I``
+    iterations (``steps_per_epoch * epochs``) instead: with boundaries
+    ``b = floor(p * I)`` (:func:`decay_iterations`) the update with 0-based
+    index ``s`` runs at ``base_lr * decay_rate ** #{b < s}``, the rate
+    ``keras.optimizers.schedules.PiecewiseConstantDecay`` gives with those
+    boundaries, set before each batch.
+
     Args:
         decay_points: A fraction or a sequence of fractions of the run, each in
             ``(0, 1]``.
         decay_rate: Positive factor applied at each decay epoch.
         verbose: ``1`` prints a line at each decay.
+        unit: ``"epoch"`` (default) or ``"iteration"``: what the points are
+            fractions of.
 
     Attributes:
         base_learning_rate: The undecayed rate of the current run (set at the
@@ -108,22 +130,40 @@ class LearningRateDecayPoints(keras.callbacks.Callback):
     """
 
     def __init__(
-        self, decay_points: float | Sequence[float], decay_rate: float = 0.1, verbose: int = 0
+        self,
+        decay_points: float | Sequence[float],
+        decay_rate: float = 0.1,
+        verbose: int = 0,
+        unit: str = "epoch",
     ) -> None:
         super().__init__()
         self.decay_points = _check_decay_points(decay_points)
         self.decay_rate = _check_positive_real(decay_rate, "decay_rate")
         self.verbose = int(verbose)
+        if unit not in UNITS:
+            raise ValueError(f"`unit` must be one of {UNITS}; got {unit!r}.")
+        self.unit = unit
         self.base_learning_rate: float | None = None
         self.decay_epochs: list[int] = []
+        self.decay_iterations: list[int] = []
+        self._epoch, self._passed = 0, 0
 
     def on_train_begin(self, logs: dict | None = None) -> None:
         epochs = self.params.get("epochs") if self.params else None
         if not epochs:
             raise ValueError("LearningRateDecayPoints needs the `epochs` passed to `fit`.")
         _settable_learning_rate(self.model.optimizer)
-        self.decay_epochs = decay_epochs(self.decay_points, int(epochs))
         self.base_learning_rate = None
+        if self.unit == "epoch":
+            self.decay_epochs = decay_epochs(self.decay_points, int(epochs))
+            return
+        steps = self.params.get("steps")
+        if not steps:
+            raise ValueError(
+                "LearningRateDecayPoints(unit='iteration') needs the fit's iterations: pass "
+                "`steps_per_epoch` to `fit`, or give data of a known length."
+            )
+        self.decay_iterations = decay_iterations(self.decay_points, int(steps) * int(epochs))
 
     def learning_rate_at(self, epoch: int) -> float:
         """Learning rate of the epoch with 0-based index ``epoch``."""
@@ -133,6 +173,9 @@ class LearningRateDecayPoints(keras.callbacks.Callback):
         return self.base_learning_rate * self.decay_rate**passed
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        self._epoch = epoch
+        if self.unit == "iteration":
+            return
         optimizer = self.model.optimizer
         if self.base_learning_rate is None:
             # Rate in the optimizer = rate of the epoch before this one.
@@ -146,6 +189,19 @@ class LearningRateDecayPoints(keras.callbacks.Callback):
                 f"{learning_rate:.4g}."
             )
 
+    def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+        if self.unit == "epoch":
+            return
+        step = self._epoch * int(self.params["steps"]) + batch  # updates done before this one
+        passed = sum(1 for b in self.decay_iterations if b < step)
+        optimizer = self.model.optimizer
+        if self.base_learning_rate is None:
+            self.base_learning_rate = _read_learning_rate(optimizer) / self.decay_rate**passed
+            self._passed = passed
+        if batch == 0 or passed != self._passed:
+            optimizer.learning_rate = self.base_learning_rate * self.decay_rate**passed
+            self._passed = passed
+
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         if logs is not None:
             logs["learning_rate"] = _read_learning_rate(self.model.optimizer)
@@ -155,6 +211,7 @@ class LearningRateDecayPoints(keras.callbacks.Callback):
             "decay_points": list(self.decay_points),
             "decay_rate": self.decay_rate,
             "verbose": self.verbose,
+            "unit": self.unit,
         }
 
     @classmethod

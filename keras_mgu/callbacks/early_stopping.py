@@ -136,6 +136,12 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
     * Otherwise: at each epoch end, from the epoch logs (``val_*`` values come
       from ``fit``'s own ``validation_data``).
 
+    With ``validation_frequency`` set, ``check_at_start`` moves the first
+    check from iteration 1 to iteration 0, before the first batch (the
+    weights the run starts from can then be the best; only ``val_*`` names
+    may be weighed, since no training logs exist yet), and ``check_at_end``
+    adds a check after the last batch where that is no multiple of ``N``.
+
     A check whose score is NaN or infinite never becomes the best. A check
     improves when ``score < best_score - min_delta``; the weights at the best
     check are kept (a NumPy copy) and restored at the end of training when
@@ -169,6 +175,8 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
         verbose: ``1`` prints a line at each new best.
         validation_batch_size: Batch size for evaluating array validation data
             (Keras's default when ``None``).
+        check_at_start: Check before the first batch instead of after it.
+        check_at_end: Also check after the last batch.
 
     Attributes (after ``fit``):
         best_score, best_epoch, best_iteration: The best check (epochs and
@@ -193,10 +201,14 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
         filepath: str | os.PathLike | None = None,
         verbose: int = 0,
         validation_batch_size: int | None = None,
+        check_at_start: bool = False,
+        check_at_end: bool = False,
     ) -> None:
         super().__init__()
         self.weights = _check_weights(weights)
         self.validation_frequency = _check_frequency(validation_frequency)
+        self.check_at_start, self.check_at_end = bool(check_at_start), bool(check_at_end)
+        self._check_edges()
         self._check_validation_setup(validation_data)
         self.validation_data = validation_data
         if patience is not None and (
@@ -226,6 +238,19 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
                 f"Batch-wise checks of {val_names} need `validation_data` on the callback."
             )
 
+    def _check_edges(self) -> None:
+        if (self.check_at_start or self.check_at_end) and self.validation_frequency is None:
+            raise ValueError(
+                "`check_at_start` and `check_at_end` place checks between batches; set "
+                "`validation_frequency` too."
+            )
+        trained = sorted(n for n in self.weights if not n.startswith("val_"))
+        if self.check_at_start and trained:
+            raise ValueError(
+                f"`check_at_start` scores the model before any batch, when {trained} is not "
+                "logged yet; weigh only `val_*` names."
+            )
+
     def _reset_state(self) -> None:
         self.best_score = math.inf
         self.best_epoch: int | None = None
@@ -240,6 +265,7 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
         self._epoch_start: int | None = None
         self._epoch = 0
         self._loaded_from_file = False
+        self._last_logs: dict[str, float] = {}
 
     # -- run bookkeeping -------------------------------------------------
 
@@ -248,6 +274,8 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
         self._every = self._resolve_frequency()
         if self.filepath is not None:
             self._load_saved_best()
+        if self.check_at_start:
+            self._check({}, self._validate(), 0)
 
     def _resolve_frequency(self) -> int | None:
         frequency = self.validation_frequency
@@ -299,8 +327,10 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
         self.train_history.append({"iteration": iteration, "epoch": self._epoch + 1, **train_logs})
         if self._every is None:
             return
-        if previous == 0 or iteration // self._every > previous // self._every:
+        first = previous == 0 and not self.check_at_start
+        if first or iteration // self._every > previous // self._every:
             self._check(train_logs, self._validate(), iteration)
+        self._last_logs = train_logs
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         if self._every is None:
@@ -308,6 +338,10 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
             self._check(epoch_logs, epoch_logs, self._iteration)
 
     def on_train_end(self, logs: dict | None = None) -> None:
+        last = self._iteration
+        checked = self.history and self.history[-1]["iteration"] == last
+        if self.check_at_end and last and not checked:
+            self._check(self._last_logs, self._validate(), last)
         if not self.restore_best_weights:
             return
         if self.best_weights is not None:
@@ -322,13 +356,16 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
         if self.validation_data is None:
             return {}
         model = self.model
-        saved = [keras.ops.convert_to_numpy(v) for v in model.metrics_variables]
+        # Before the first batch (check_at_start) the metrics may not be built yet:
+        # the evaluation builds them, and the epoch's start resets them.
+        variables = list(model.metrics_variables)
+        saved = [keras.ops.convert_to_numpy(v) for v in variables]
         mode = _torch_training_mode(model)
         try:
             with native_inference():  # never exported: the compiled loops (TensorFlow)
                 results = self._evaluate(model)
         finally:
-            for variable, value in zip(model.metrics_variables, saved, strict=True):
+            for variable, value in zip(variables, saved, strict=True):
                 variable.assign(value)
             _set_torch_training_mode(model, mode)
         return {f"val_{name}": _to_float(value) for name, value in results.items()}
@@ -419,6 +456,8 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
             "filepath": self.filepath,
             "verbose": self.verbose,
             "validation_batch_size": self.validation_batch_size,
+            "check_at_start": self.check_at_start,
+            "check_at_end": self.check_at_end,
         }
 
     @classmethod

@@ -22,7 +22,7 @@ The rooms, from the top floor down (each uses only those below it):
   :func:`residual_analysis` and :func:`evaluate`.
 * :mod:`~keras_mgu.sysid.training`: one run of a network class
   (``run``, :func:`train_simulator` on :class:`TrainingWindows`) or of a lag
-  class (``lag_run``, ``lag_trainer``), and several runs at once
+  class (``lag_run``), both on one trainer (``trainer``), and several runs at once
   (``population``, :func:`train_population`; ``grouped``).
 * :mod:`~keras_mgu.sysid.models`: the model classes: the network
   (``network``, :func:`build_simulator`), the ARX model (``arx``,

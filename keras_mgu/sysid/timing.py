@@ -25,7 +25,7 @@ import statistics
 import time
 
 from keras_mgu.datasets import SysIdData
-from keras_mgu.sysid.choice.candidates import network_records, structures
+from keras_mgu.sysid.choice.candidates import structures
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.training.run import build_run_model, run_optimizer, training_windows
 
@@ -83,7 +83,7 @@ def estimate_training(
         raise ValueError(f"`restarts` must be a positive integer; received {restarts!r}.")
     options, _ = structures(data, config or RecipeConfig())
     first = options[0]
-    est, _ = network_records(first.path, data, first.config.validation_continues)
+    est, _ = first.path.records(data, first.config.validation_continues)
     model = build_run_model(est, first.config, seed)
     model.compile(run_optimizer(first.config), "mse")
     windows = training_windows(est, first.config, seed)

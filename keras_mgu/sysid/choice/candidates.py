@@ -23,21 +23,7 @@ from keras_mgu.sysid.models.signals import SignalPath
 from keras_mgu.sysid.training.lag_run import LAG_CLASSES, lag_config, lag_orders
 from keras_mgu.sysid.training.run import shortest
 
-__all__ = ["Structure", "lag_structures", "model_classes", "network_records", "structures"]
-
-
-def network_records(path: SignalPath, data: SysIdData, continues: bool) -> tuple[Record, Record]:
-    """The estimation and validation records as the network sees them."""
-    est, val = data.estimation, data.validation
-    if not continues:
-        return path.record(est), path.record(val)
-    joined = path.record(
-        Record(
-            np.concatenate([est.u, val.u]), np.concatenate([est.y, val.y]), est.ts,
-            boundaries=est.boundaries,
-        )
-    )  # fmt: skip
-    return joined.slice(0, est.n_samples), joined.slice(est.n_samples, None)
+__all__ = ["Structure", "lag_structures", "model_classes", "structures"]
 
 
 @dataclasses.dataclass

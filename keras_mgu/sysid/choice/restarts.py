@@ -24,7 +24,7 @@ import numpy as np
 
 from keras_mgu.datasets import SysIdData
 from keras_mgu.sysid.choice import report
-from keras_mgu.sysid.choice.candidates import Structure, lag_structures, network_records
+from keras_mgu.sysid.choice.candidates import Structure, lag_structures
 from keras_mgu.sysid.choice.capacity import choose_capacity
 from keras_mgu.sysid.choice.selection import describe_members, select
 from keras_mgu.sysid.config import RecipeConfig
@@ -80,7 +80,7 @@ class Restarts:
         self.data, self.options, self.restarts = data, options, restarts
         self.population, self.verbose, self.callbacks = bool(population), verbose, callbacks
         self.records = {
-            o.name: network_records(o.path, data, o.config.validation_continues) for o in options
+            o.name: o.path.records(data, o.config.validation_continues) for o in options
         }
         self.left = restarts + len(options) - 1  # runs still to train
         self.budget = options[0].config.time_budget

@@ -13,7 +13,7 @@ zero: a fresh model simulates exactly as the linear model does. A window
 starts from the linear state its measured samples give and the cell's state
 from an encoder of the same samples
 (:func:`~keras_mgu.sysid.models.lag_model.lag_simulator`); it trains as
-:mod:`~keras_mgu.sysid.training.lag_trainer` says. The loop is an
+:func:`~keras_mgu.sysid.training.lag_run.train_lag_model` says. The loop is an
 :class:`~keras_mgu.sysid.models.loop_cell.ArxLoopCell`, run by
 :class:`keras_mgu.FusedRNN` on the fused path of every backend.
 """

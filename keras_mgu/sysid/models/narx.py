@@ -9,7 +9,7 @@ The linear part starts at the least-squares ARX solution and the network's
 last layer at zero, so a fresh model is the ARX model. It trains on the
 one-step error first (every ``y`` lag measured), then on the simulation error
 of short windows started from the measured lags
-(:mod:`~keras_mgu.sysid.training.lag_trainer`). Its free run is an
+(:func:`~keras_mgu.sysid.training.lag_run.train_lag_model`). Its free run is an
 :class:`~keras_mgu.sysid.models.loop_cell.ArxLoopCell` with the ``"mlp"`` branch,
 whose state is the lags, run by :class:`keras_mgu.FusedRNN`.
 """

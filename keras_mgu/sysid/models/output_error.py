@@ -4,7 +4,7 @@ Least squares fits the ARX model to the one-step error; a simulation model is
 judged on its free run, where the one-step fit can be far from the best
 linear simulator. This class starts at the least-squares ARX solution and
 trains its coefficients alone on the simulation error of the lag classes'
-windows (:mod:`~keras_mgu.sysid.training.lag_trainer`, no one-step phase)::
+windows (:func:`~keras_mgu.sysid.training.lag_run.train_lag_model`, no one-step phase)::
 
     r_t = [y_{t-1}, ..., y_{t-na}, u_t, ..., u_{t-nb+1}]      (simulated y, measured u)
     y_t = r_t W + c                                           W, c: the ARX to start

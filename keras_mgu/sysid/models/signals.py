@@ -18,7 +18,7 @@ import dataclasses
 
 import numpy as np
 
-from keras_mgu.datasets import Normalizer, Record
+from keras_mgu.datasets import Normalizer, Record, SysIdData
 from keras_mgu.sysid.models.arx import LinearModel
 
 __all__ = ["SignalPath"]
@@ -65,3 +65,20 @@ class SignalPath:
             x, self.targets(record.y, y_lin), record.ts, name=record.name,
             boundaries=record.boundaries,
         )  # fmt: skip
+
+    def records(self, data: SysIdData, continues: bool) -> tuple[Record, Record]:
+        """The estimation and validation records of ``data`` as the network sees them.
+
+        With ``continues`` the validation record goes on from the estimation
+        record: the linear model runs through both, from the first output.
+        """
+        est, val = data.estimation, data.validation
+        if not continues:
+            return self.record(est), self.record(val)
+        joined = self.record(
+            Record(
+                np.concatenate([est.u, val.u]), np.concatenate([est.y, val.y]), est.ts,
+                boundaries=est.boundaries,
+            )
+        )  # fmt: skip
+        return joined.slice(0, est.n_samples), joined.slice(est.n_samples, None)

@@ -27,6 +27,31 @@ The settings follow from the record and the ARX model fitted first:
   (:class:`~keras_mgu.sysid.models.loop_cell.ArxLoopCell`'s ``bounds``); the linear
   class (:mod:`~keras_mgu.sysid.models.output_error`) extrapolates as a linear model.
 
+**Training** (:func:`train_lag_model`, on the one trainer
+:func:`~keras_mgu.sysid.training.trainer.fit_windows`): windows cut at every
+start ``s`` of the standardised estimation record, each experiment on its own
+(:func:`~keras_mgu.sysid.training.windows.measured_windows`)::
+
+    u_past = u[s-L : s],  y_past = y[s-L : s]     measured: the state at s
+    u      = u[s : s+T],  target  = y[s : s+T]     simulated free-run, all T scored
+
+so the loss is the simulation error over ``T`` steps from the measured
+outputs just before the window. Two phases, each a fixed number of Adam steps
+(no weight decay, so nothing pulls the linear part towards zero; gradient
+norm clipped at 1), on windows drawn in an order set by ``seed`` alone:
+
+1. ``one_step_iterations`` steps on windows of one sample (the one-step
+   prediction error, as a NARX model is first fitted);
+2. ``iterations`` steps on windows of ``T`` samples, the learning rate
+   multiplied by ``decay_rate`` at the ``decay_points`` fractions of the phase
+   (:class:`~keras_mgu.callbacks.LearningRateDecayPoints` by iteration).
+
+The validation record is simulated free-run from its first ``L`` measured
+samples (:class:`~keras_mgu.callbacks.WeightedEarlyStopping`) at the start,
+after phase 1, every ``iterations // validation_checks`` steps of phase 2 and
+at its end; the weights with the lowest validation RMSE are kept (the start,
+where the model is the linear model, included).
+
 Every lag-class run reads ``L = na`` measured samples before a window, so its
 resolved :class:`~keras_mgu.sysid.RecipeConfig` says ``initial_state =
 "encoder"`` and ``n_initial = L``: :class:`~keras_mgu.sysid.Identification`
@@ -37,9 +62,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
+import keras
 import numpy as np
 
+from keras_mgu.callbacks import LearningRateDecayPoints, WeightedEarlyStopping
 from keras_mgu.datasets import Record
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.models.arx import LinearModel
@@ -47,8 +75,9 @@ from keras_mgu.sysid.models.loop import build_linear_loop
 from keras_mgu.sysid.models.loop_cell import regressor_bounds
 from keras_mgu.sysid.models.narx import build_narx
 from keras_mgu.sysid.models.output_error import build_output_error
-from keras_mgu.sysid.training.lag_trainer import WindowSchedule, train_on_windows
 from keras_mgu.sysid.training.run import RunResult
+from keras_mgu.sysid.training.trainer import fit_windows
+from keras_mgu.sysid.training.windows import measured_windows
 
 __all__ = [
     "LAG_CLASSES",
@@ -56,9 +85,42 @@ __all__ = [
     "lag_config",
     "lag_iterations",
     "lag_orders",
+    "train_lag_model",
     "train_lag_run",
     "window_for_modes",
 ]
+
+#: Windows of one batch in phase 2, and one-step samples of one batch in phase 1.
+WINDOW_BATCH, ONE_STEP_BATCH = 32, 256
+
+
+@dataclasses.dataclass(frozen=True)
+class WindowSchedule:
+    """How a lag model trains (module docstring).
+
+    Attributes:
+        window: ``T``, the simulated samples of a training window (>= 1).
+        iterations: Steps on windows of ``T`` (>= 1).
+        one_step_iterations: Steps on one-sample windows first (>= 0).
+        learning_rate: Adam's initial learning rate.
+        decay_points, decay_rate: Learning-rate decays of phase 2.
+        validation_checks: Validation simulations in phase 2.
+    """
+
+    window: int
+    iterations: int
+    one_step_iterations: int = 0
+    learning_rate: float = 1e-3
+    decay_points: tuple[float, ...] = (0.5, 0.8)
+    decay_rate: float = 0.3
+    validation_checks: int = 20
+
+    def __post_init__(self) -> None:
+        for name, least in (("window", 1), ("iterations", 1), ("one_step_iterations", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"`{name}` must be an integer >= {least}; received {value!r}.")
+
 
 #: The lag classes' names, as :attr:`RunResult.structure` says them.
 LAG_CLASSES = ("narx", "loop", "linear")
@@ -168,7 +230,83 @@ def train_lag_run(
         config.window, config.iterations, one_step, config.learning_rate,
         config.decay_points, config.decay_rate, min(config.validation_checks, 20),
     )  # fmt: skip
-    info = train_on_windows(model, estimation, validation, schedule, seed, verbose=verbose)
+    info = train_lag_model(model, estimation, validation, schedule, seed, verbose=verbose)
     run = RunResult(model, seed, info["score"], info["iteration"], info["seconds"], None, config)
     run.validation_history = info["history"]
     return run
+
+
+def train_lag_model(
+    model: keras.Model,
+    estimation: Record,
+    validation: Record,
+    schedule: WindowSchedule,
+    seed: int,
+    verbose: int = 0,
+) -> dict[str, Any]:
+    """Train a lag model (standardised records, lag ``L`` from its inputs) in two phases.
+
+    Returns a dict: ``score`` (the best validation RMSE, standardised),
+    ``iteration`` (when it was reached; 0: the start), ``history`` (``(step,
+    rmse)`` pairs) and ``seconds``; the model holds the best weights.
+    """
+    lag = model.inputs[0].shape[1]
+    rng, u, y = np.random.default_rng(seed), validation.u.astype("float32"), validation.y
+    checked = ([u[None, :lag], y[None, :lag].astype("float32"), u[None, lag:]], y[None, lag:])
+    phases, done, seconds = [], 0, 0.0
+    for one_step, window, steps, batch in _phases(schedule):
+        windows = _drawn(measured_windows(estimation, lag, window), steps, batch, rng)
+        every = steps if one_step else max(1, steps // schedule.validation_checks)
+        stopper = WeightedEarlyStopping(
+            {"val_rmse": 1.0}, checked, every, restore_best_weights=not one_step,
+            check_at_start=True, check_at_end=True,
+        )  # fmt: skip
+        decay = None
+        if not one_step:
+            decay = LearningRateDecayPoints(
+                schedule.decay_points, schedule.decay_rate, unit="iteration"
+            )
+        optimizer = keras.optimizers.Adam(schedule.learning_rate, clipnorm=1.0)
+        seconds += fit_windows(
+            model, windows, optimizer, stopper, decay, steps_per_epoch=steps,
+            batch_size=len(windows[1]) // steps, verbose=verbose,
+        )  # fmt: skip
+        phases.append((done, stopper))
+        done += steps
+    return _best_of(model, phases, seconds)
+
+
+def _phases(schedule: WindowSchedule) -> list[tuple[bool, int, int, int]]:
+    """``(one_step, window, steps, batch)`` of the one-step phase (if any) and the window phase."""
+    first = [(True, 1, schedule.one_step_iterations, ONE_STEP_BATCH)]
+    return (first if schedule.one_step_iterations else []) + [
+        (False, schedule.window, schedule.iterations, WINDOW_BATCH)
+    ]
+
+
+def _drawn(data: tuple, iterations: int, batch: int, rng: np.random.Generator) -> tuple:
+    """``([u_past, y_past, u], y)``: ``iterations`` batches of windows drawn by ``rng``."""
+    u_past, y_past, u, y = data
+    n = len(u)
+    batch = min(batch, n)
+    order = np.concatenate([rng.permutation(n) for _ in range(-(-iterations * batch // n))])
+    take = order[: iterations * batch]
+    return [u_past[take], y_past[take], u[take]], y[take]
+
+
+def _best_of(model: keras.Model, phases: list, seconds: float) -> dict[str, Any]:
+    """The best check of all phases (the first of equal ones); the model is given its weights."""
+    history, best = [], None
+    for offset, stopper in phases:
+        for check in stopper.history:
+            if history and offset and check["iteration"] == 0:
+                continue  # a phase starts where the one before it ended: checked already
+            history.append((offset + check["iteration"], check["score"]))
+        if best is None or stopper.best_score < best[1].best_score:
+            best = (offset, stopper)
+    offset, stopper = best
+    if stopper is not phases[-1][1]:
+        model.set_weights(stopper.best_weights)
+    iteration = offset + int(stopper.best_iteration or 0)
+    score = float(stopper.best_score)
+    return {"score": score, "iteration": iteration, "history": history, "seconds": seconds}

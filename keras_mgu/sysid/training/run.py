@@ -5,7 +5,8 @@
 1. Build :func:`~keras_mgu.sysid.models.network.build_simulator` (MGU, linear path;
    a learned initial state, or an encoder of the samples before each window)
    with the run's seed (:func:`build_run_model`).
-2. Train it with ``model.fit`` on :class:`~keras_mgu.sysid.training.windows.TrainingWindows`
+2. Train it with the one trainer (:func:`~keras_mgu.sysid.training.trainer.fit_windows`)
+   on :class:`~keras_mgu.sysid.training.windows.TrainingWindows`
    (:func:`training_windows`): Adam with decoupled weight decay (AdamW,
    :func:`run_optimizer`), the learning rate cut at fixed fractions of the
    run (:class:`~keras_mgu.callbacks.LearningRateDecayPoints`), for the
@@ -22,7 +23,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +35,7 @@ from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.judging.noise_model import NoiseModel
 from keras_mgu.sysid.models.network import build_simulator
 from keras_mgu.sysid.models.signals import SignalPath
+from keras_mgu.sysid.training.trainer import fit_windows
 from keras_mgu.sysid.training.windows import TrainingWindows
 
 __all__ = [
@@ -213,23 +214,19 @@ def train_simulator(
     config = (config or RecipeConfig()).resolved(n, shortest_experiment=shortest(estimation))
     _check_record(validation, "validation", min_samples=1)
     model = build_run_model(estimation, config, seed)
-    optimizer = run_optimizer(config)
-    rmse = keras.metrics.RootMeanSquaredError(name="rmse")
-    model.compile(optimizer, "mse", weighted_metrics=[rmse])
     stopper = WeightedEarlyStopping(
         dict(config.score_weights),
         validation_data=validation_data(estimation, validation, config),
         validation_frequency=config.validation_interval(),
         restore_best_weights=True,
     )
-    scheduled, epochs = run_schedule(config, time_budget)
-    start = time.perf_counter()
-    model.fit(
-        training_windows(estimation, config, seed), epochs=epochs, verbose=verbose,
-        shuffle=False,  # windows are drawn at random
-        callbacks=[*scheduled, stopper, *callbacks],
+    (decay, *budget), epochs = run_schedule(config, time_budget)
+    seconds = fit_windows(
+        model, training_windows(estimation, config, seed), run_optimizer(config), stopper, decay,
+        epochs=epochs, budget=budget[0] if budget else None, callbacks=callbacks,
+        verbose=verbose,
     )  # fmt: skip
     return RunResult(
-        model, seed, float(stopper.best_score), int(stopper.best_iteration or 0),
-        time.perf_counter() - start, stopper, config,
+        model, seed, float(stopper.best_score), int(stopper.best_iteration or 0), seconds,
+        stopper, config,
     )  # fmt: skip

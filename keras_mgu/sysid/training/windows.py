@@ -1,6 +1,6 @@
-"""Training windows of an estimation record, drawn as Keras batches.
+"""Training windows of an estimation record: from a learned or encoded state, or measured lags.
 
-:class:`TrainingWindows` is a ``keras.utils.PyDataset``: each batch holds
+:class:`TrainingWindows` (the network classes) is a ``keras.utils.PyDataset``: each batch holds
 ``batch_size`` windows of ``window`` samples cut from the record on the fly
 (memory stays that of the record, however many windows are drawn), with
 sample weights that mask a washout::
@@ -34,6 +34,9 @@ proportion to its length; the window is at most the shortest experiment
 (less ``history``). A window that starts at a later experiment's first
 sample starts from the learned state, which is the first experiment's, so it
 gets the washout too.
+
+:func:`measured_windows` (the lag classes) cuts every window of the record
+with the measured samples before it, which set its state.
 """
 
 from __future__ import annotations
@@ -43,7 +46,9 @@ from collections.abc import Sequence
 import keras
 import numpy as np
 
-__all__ = ["TrainingWindows"]
+from keras_mgu.datasets import Record
+
+__all__ = ["TrainingWindows", "measured_windows"]
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -170,3 +175,26 @@ class TrainingWindows(keras.utils.PyDataset):
             return (self.u[past], self.y[past], self.u[idx]), self.y[idx], weights
         weights[starts > 0, : self.washout] = 0.0
         return self.u[idx], self.y[idx], weights
+
+
+def measured_windows(record: Record, lag: int, window: int) -> tuple[np.ndarray, ...]:
+    """Every window of ``record`` with ``lag`` measured samples before it.
+
+    Returns ``(u_past (W, lag, n_u), y_past (W, lag, n_y), u (W, T, n_u),
+    y (W, T, n_y))`` as float32, ``W`` windows over all starts ``s`` of each
+    experiment (``lag <= s <= n - T``). Raises ``ValueError`` when no
+    experiment holds ``lag + window`` samples.
+    """
+    parts = []
+    u, y = record.u, record.y
+    for first, stop in record.experiments:
+        starts = np.arange(first + lag, stop - window + 1)
+        if len(starts):
+            past, future = starts[:, None] + np.arange(-lag, 0), starts[:, None] + np.arange(window)
+            parts.append((u[past], y[past], u[future], y[future]))
+    if not parts:
+        raise ValueError(
+            f"No estimation experiment holds {lag + window} samples ({lag} to set the state, "
+            f"{window} to simulate); give a longer record or a shorter window."
+        )
+    return tuple(np.concatenate(p).astype("float32") for p in zip(*parts))

@@ -21,7 +21,7 @@ from keras_mgu.sysid.training.lag_run import (
     train_lag_run,
     window_for_modes,
 )
-from keras_mgu.sysid.training.lag_trainer import measured_windows
+from keras_mgu.sysid.training.windows import measured_windows
 
 FEW = RecipeConfig(model_classes=("narx", "loop"), units=(4,), iterations=60, validation_checks=3)
 
