@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import keras
 import numpy as np
@@ -44,6 +45,7 @@ from keras_mgu.datasets import Record
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.training import run
 from keras_mgu.sysid.training.grouped import GroupedSimulators, grouped_unsupported_reason
+from keras_mgu.sysid.training.trainer import fit_windows
 
 __all__ = [
     "SHARED_SETTINGS", "PlannedRun", "groupable", "population_groups", "stack_inputs",
@@ -211,25 +213,27 @@ class _Setup:
 
     model: keras.Model
     runs: list
+    loss: Any
+    metrics: list
     predict: Callable | None = None
     finish: Callable[[], None] | None = None
 
 
-def _compiled_population(
+def _population_setup(
     branches: Sequence[keras.Model], config: RecipeConfig, grouped: bool
 ) -> _Setup:
-    optimizer = run.run_optimizer(config)
     if not grouped:
         population = _population_model(branches)
-        population.compile(optimizer, ["mse"] * len(branches))
-        return _Setup(population, list(branches))
+        return _Setup(population, list(branches), ["mse"] * len(branches), [])
     population, layer = _grouped_model(branches)
     losses = []
     if "loss" in config.score_weights:
         losses = [_MemberLoss(k, f"{b.name}_loss") for k, b in enumerate(branches)]
-    population.compile(optimizer, _summed_mse(len(branches)), weighted_metrics=losses)
     views = [layer.member(k) for k in range(len(branches))]
-    return _Setup(population, views, _grouped_predict(population), layer.write_back)
+    return _Setup(
+        population, views, _summed_mse(len(branches)), losses, _grouped_predict(population),
+        layer.write_back,
+    )  # fmt: skip
 
 
 def train_population(
@@ -268,7 +272,7 @@ def train_population(
         branch.name = f"run_{k}"  # unique names inside the population model
     try:
         grouped = groupable(members, branches)
-        setup = _compiled_population(branches, config, grouped)
+        setup = _population_setup(branches, config, grouped)
         stopper = PopulationEarlyStopping(
             setup.runs,
             [run.validation_data(m.estimation, m.validation, m.config) for m in members],
@@ -276,13 +280,14 @@ def train_population(
             validation_frequency=config.validation_interval(),
             predict=setup.predict,
         )
-        scheduled, epochs = run.run_schedule(config, time_budget)
+        (decay, *budget), epochs = run.run_schedule(config, time_budget)
         windows = [run.training_windows(m.estimation, m.config, m.seed) for m in members]
         batches = (_GroupedBatches if grouped else _PopulationBatches)(windows)
         start = time.perf_counter()
-        setup.model.fit(
-            batches, epochs=epochs, verbose=verbose, shuffle=False,
-            callbacks=[*scheduled, stopper, *callbacks],
+        fit_windows(
+            setup.model, batches, run.run_optimizer(config), stopper, decay, loss=setup.loss,
+            metrics=setup.metrics, epochs=epochs, budget=budget[0] if budget else None,
+            callbacks=callbacks, verbose=verbose,
         )  # fmt: skip
         if setup.finish is not None:
             setup.finish()

@@ -9,7 +9,8 @@ the model with its optimiser, the MSE loss and an RMSE metric (``rmse``, so
 validation reads ``val_rmse``) and fits it under
 :class:`~keras_mgu.callbacks.LearningRateDecayPoints` (the learning rate's
 decays) and :class:`~keras_mgu.callbacks.WeightedEarlyStopping` (the
-validation checks, and the best weights kept).
+validation checks, and the best weights kept; for several runs trained at
+once, :mod:`~keras_mgu.sysid.training.population`, one per run).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 import keras
 
-from keras_mgu.callbacks import LearningRateDecayPoints, WeightedEarlyStopping
+from keras_mgu.callbacks import LearningRateDecayPoints
 
 __all__ = ["fit_windows"]
 
@@ -29,9 +30,11 @@ def fit_windows(
     model: keras.Model,
     windows: keras.utils.PyDataset | tuple[Any, Any],
     optimizer: keras.optimizers.Optimizer,
-    stopper: WeightedEarlyStopping,
+    stopper: keras.callbacks.Callback,
     decay: LearningRateDecayPoints | None = None,
     *,
+    loss: Any = "mse",
+    metrics: Sequence[keras.metrics.Metric] | None = None,
     epochs: int = 1,
     steps_per_epoch: int | None = None,
     batch_size: int | None = None,
@@ -47,17 +50,22 @@ def fit_windows(
             ``(x, y)`` whose rows are windows, taken in order (``batch_size``
             a batch; draw them at random before).
         optimizer: The optimiser (a float learning rate, which ``decay`` sets).
-        stopper: The validation checks; the model ends with its best weights
-            where it restores them.
+        stopper: The validation checks
+            (:class:`~keras_mgu.callbacks.WeightedEarlyStopping`, or a
+            population's :class:`~keras_mgu.callbacks.PopulationEarlyStopping`);
+            the model ends with its best weights where it restores them.
         decay: The learning rate's decays, or None for a constant rate.
+        loss, metrics: ``compile``'s loss and weighted metrics (default: MSE
+            and the RMSE named ``rmse``).
         epochs, steps_per_epoch: ``fit``'s.
         batch_size: Windows of a batch, for arrays.
         budget: A :class:`~keras_mgu.callbacks.TimeBudget`, or None.
         callbacks: Further Keras callbacks.
         verbose: ``fit``'s verbosity.
     """
-    rmse = keras.metrics.RootMeanSquaredError(name="rmse")
-    model.compile(optimizer, "mse", weighted_metrics=[rmse])
+    if metrics is None:
+        metrics = [keras.metrics.RootMeanSquaredError(name="rmse")]
+    model.compile(optimizer, loss, weighted_metrics=list(metrics))
     x, y = (windows, None) if isinstance(windows, keras.utils.PyDataset) else windows
     scheduled = [c for c in (decay, budget) if c is not None]
     start = time.perf_counter()
