@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import keras
 
-from keras_mgu.sysid.models.loop_cell import ArxLoopCell, LagState
+from keras_mgu.sysid.models.loop_cell import ArxLoopCell, LagState, anchor_arrays, arx_kernel
 
-__all__ = ["lag_simulator"]
+__all__ = ["arx_loop_model", "lag_simulator"]
 
 
 def lag_simulator(
@@ -45,3 +48,28 @@ def lag_simulator(
         ]
     y = FusedRNN(cell, return_sequences=True, name="loop")(u, initial_state=states)
     return keras.Model([u_past, y_past, u], y, name=f"{name}_simulator")
+
+
+def arx_loop_model(
+    linear: Any,
+    branch: Any = "mlp",
+    hidden: Sequence[int] = (),
+    lag: int | None = None,
+    bounds: tuple | None = None,
+    anchor: Any = None,
+    name: str = "lag",
+) -> keras.Model:
+    """:func:`lag_simulator` of an :class:`ArxLoopCell` that starts at ARX model ``linear``.
+
+    ``branch`` (``"mlp"`` with ``hidden`` layers, or a recurrent cell) is the
+    nonlinear part in the loop; ``lag`` defaults to ``max(na, nb - 1)``;
+    ``bounds`` and ``anchor`` as :class:`ArxLoopCell` takes them (``anchor`` a
+    :class:`~keras_mgu.sysid.models.arx.LinearModel`, or None).
+    """
+    na, nb = linear.orders
+    n_outputs, n_inputs = linear.b.shape[:2]
+    cell = ArxLoopCell(
+        n_inputs, n_outputs, na, nb, arx_kernel(linear.a, linear.b), linear.c, branch,
+        tuple(hidden), bounds=bounds, anchor=anchor_arrays(anchor, linear),
+    )  # fmt: skip
+    return lag_simulator(cell, lag or max(na, nb - 1), name=name)

@@ -27,8 +27,7 @@ import keras
 
 from keras_mgu.cell import MGUCell
 from keras_mgu.sysid.models.arx import LinearModel
-from keras_mgu.sysid.models.lag_model import lag_simulator
-from keras_mgu.sysid.models.loop_cell import ArxLoopCell, anchor_arrays, arx_kernel
+from keras_mgu.sysid.models.lag_model import arx_loop_model
 
 __all__ = ["CELLS", "build_linear_loop", "make_cell"]
 
@@ -87,13 +86,7 @@ def build_linear_loop(
         anchor: The ARX model it fades to there (orders at most
             ``linear``'s); default ``linear``.
     """
-    na, nb = linear.orders
-    n_outputs, n_inputs = linear.b.shape[:2]
     if seed is not None:
         keras.utils.set_random_seed(seed)
     branch = make_cell(cell, units)
-    loop = ArxLoopCell(
-        n_inputs, n_outputs, na, nb, arx_kernel(linear.a, linear.b), linear.c, branch,
-        bounds=bounds, anchor=anchor_arrays(anchor, linear),
-    )  # fmt: skip
-    return lag_simulator(loop, lag or max(na, nb - 1), name="loop")
+    return arx_loop_model(linear, branch, (), lag, bounds, anchor, name="loop")

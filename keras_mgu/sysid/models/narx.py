@@ -21,8 +21,7 @@ from collections.abc import Sequence
 import keras
 
 from keras_mgu.sysid.models.arx import LinearModel
-from keras_mgu.sysid.models.lag_model import lag_simulator
-from keras_mgu.sysid.models.loop_cell import ArxLoopCell, anchor_arrays, arx_kernel
+from keras_mgu.sysid.models.lag_model import arx_loop_model
 
 __all__ = ["build_narx"]
 
@@ -50,13 +49,6 @@ def build_narx(
         anchor: The ARX model it fades to there (orders at most
             ``linear``'s); default ``linear``.
     """
-    na, nb = linear.orders
-    n_outputs, n_inputs = linear.b.shape[:2]
     if seed is not None:
         keras.utils.set_random_seed(seed)
-    cell = ArxLoopCell(
-        n_inputs, n_outputs, na, nb, arx_kernel(linear.a, linear.b), linear.c, "mlp",
-        tuple(hidden), bounds=bounds,
-        anchor=anchor_arrays(anchor, linear),
-    )  # fmt: skip
-    return lag_simulator(cell, lag or max(na, nb - 1), name="narx")
+    return arx_loop_model(linear, "mlp", hidden, lag, bounds, anchor, name="narx")

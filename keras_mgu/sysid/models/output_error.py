@@ -22,8 +22,7 @@ from __future__ import annotations
 import keras
 
 from keras_mgu.sysid.models.arx import LinearModel
-from keras_mgu.sysid.models.lag_model import lag_simulator
-from keras_mgu.sysid.models.loop_cell import ArxLoopCell, arx_kernel
+from keras_mgu.sysid.models.lag_model import arx_loop_model
 
 __all__ = ["build_output_error"]
 
@@ -35,9 +34,4 @@ def build_output_error(linear: LinearModel, lag: int | None = None) -> keras.Mod
         linear: The ARX model (standardised signals) it starts from.
         lag: Measured samples read before a window (default ``max(na, nb - 1)``).
     """
-    na, nb = linear.orders
-    n_outputs, n_inputs = linear.b.shape[:2]
-    cell = ArxLoopCell(
-        n_inputs, n_outputs, na, nb, arx_kernel(linear.a, linear.b), linear.c, "mlp", ()
-    )
-    return lag_simulator(cell, lag or max(na, nb - 1), name="linear")
+    return arx_loop_model(linear, lag=lag, name="linear")
