@@ -140,3 +140,13 @@ def input_gradient_penalty_grads(fn: Callable, x, weights: Sequence) -> list[np.
 #: The recurrent network's two classes: tests of the network's recipe (not of the choice among
 #: every class, the default) train these alone, in a fraction of the time.
 NETWORK_CLASSES = ("network", "linear+network")
+
+
+def short_network_config(units: int, iterations: int, checks: int):
+    """A ``RecipeConfig`` of the network classes alone, trained briefly (10 steps an epoch)."""
+    from keras_mgu.sysid import RecipeConfig
+
+    return RecipeConfig(
+        units=(units,), iterations=iterations, steps_per_epoch=10, validation_checks=checks,
+        model_classes=NETWORK_CLASSES,
+    )  # fmt: skip

@@ -48,7 +48,8 @@ def _check_decay_points(decay_points: Any) -> tuple[float, ...]:
     bad = [p for p in points if not (0.0 < p <= 1.0)]
     if bad:
         raise ValueError(
-            f"Each decay point is a fraction of the run in (0, 1]; got {bad} in {points}."
+            f"`decay_points`: each decay point is a fraction of the run in (0, 1]; got {bad} "
+            f"in {points}."
         )
     return points
 

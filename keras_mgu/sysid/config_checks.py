@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from keras_mgu.callbacks.decay import LearningRateDecayPoints
+
 __all__ = [
     "SCORE_NAMES",
     "SELECTION_RULES",
@@ -46,22 +48,15 @@ def non_negative(name: str, value: object, allow_none: bool = True) -> None:
 
 
 def check_decay(points: object, rate: object) -> tuple[float, ...]:
-    """``points`` as a tuple of fractions in ``(0, 1]``; ``rate`` a positive number."""
-    if isinstance(points, (int, float)) and not isinstance(points, bool):
-        points = (points,)
+    """``points`` as a tuple of fractions in ``(0, 1]``; ``rate`` a positive number.
+
+    The checks of :class:`~keras_mgu.callbacks.LearningRateDecayPoints`, which
+    runs the schedule they set, each failure a ``ValueError``.
+    """
     try:
-        points = tuple(float(p) for p in points)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"`decay_points` must be fractions of the run in (0, 1]; received {points!r}."
-        ) from None
-    if not points or not all(0.0 < p <= 1.0 for p in points):
-        raise ValueError(
-            f"`decay_points` must be fractions of the run in (0, 1]; received {points!r}."
-        )
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < math.inf:
-        raise ValueError(f"`decay_rate` must be a positive number; received {rate!r}.")
-    return points
+        return LearningRateDecayPoints(points, rate).decay_points
+    except (TypeError, ValueError) as err:
+        raise ValueError(str(err)) from None
 
 
 def check_score_weights(weights: object) -> dict[str, float]:

@@ -8,15 +8,9 @@ import pytest
 
 from keras_mgu import datasets
 from keras_mgu.sysid import RecipeConfig, identify
-from tests.helpers import END_TO_END, NETWORK_CLASSES
+from tests.helpers import END_TO_END, short_network_config
 
-TINY = RecipeConfig(
-    units=(4,),
-    iterations=20,
-    steps_per_epoch=10,
-    validation_checks=2,
-    model_classes=NETWORK_CLASSES,
-)
+TINY = short_network_config(4, 20, 2)
 
 
 def _load(shared_data_dir, name):

@@ -43,11 +43,9 @@ def build_narx(
             ``max(na, nb - 1)``, all it needs).
         hidden: The network's ``tanh`` hidden layer sizes.
         seed: Seeds the network's initialisation.
-        bounds: The regressors' estimation range, outside which the model
-            fades to ``anchor`` (:class:`~keras_mgu.sysid.models.loop_cell.ArxLoopCell`);
-            ``None``: none.
-        anchor: The ARX model it fades to there (orders at most
-            ``linear``'s); default ``linear``.
+        bounds, anchor: The regressors' estimation range, outside which the
+            model fades to ARX model ``anchor`` (default ``linear``), as
+            :func:`~keras_mgu.sysid.models.lag_model.arx_loop_model` takes them.
     """
     if seed is not None:
         keras.utils.set_random_seed(seed)

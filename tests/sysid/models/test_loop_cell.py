@@ -64,22 +64,29 @@ def test_arx_kernel_orders_the_regressors_as_the_state():
     np.testing.assert_array_equal(kernel[:, 0], [-0.5, 0.2, 2.0, 3.0, 1.0])
 
 
-def _numpy_narx(cell, weights, u, y_past, u_past):
-    """The NARX free run written from its equations (module docstring of ``loop_cell``)."""
-    kernel, bias, *mlp, out = weights
-    na, nb = cell.na, cell.nb
-    ys, us = list(y_past[::-1][:na]), list(u_past[::-1][: nb - 1])  # newest first
+def _numpy_free_run(na, nb, u, y_past, u_past, step):
+    """A lag model's free run: ``y_t = step(r_t)``, ``r_t`` the regressors newest first."""
+    ys, us = list(y_past[::-1][:na]), list(u_past[::-1][: nb - 1])
     result = []
     for u_t in u:
-        r = np.concatenate([*ys, *us, u_t])
-        g = r
-        for k in range(0, len(mlp), 2):
-            g = np.tanh(g @ mlp[k] + mlp[k + 1])
-        y_t = r @ kernel + bias + g @ out
+        y_t = step(np.concatenate([*ys, *us, u_t]))
         result.append(y_t)
         ys = [y_t, *ys[:-1]]
         us = [u_t, *us[:-1]] if nb > 1 else []
     return np.array(result)
+
+
+def _mlp(g, mlp):
+    for k in range(0, len(mlp), 2):
+        g = np.tanh(g @ mlp[k] + mlp[k + 1])
+    return g
+
+
+def _numpy_narx(cell, weights, u, y_past, u_past):
+    """The NARX free run written from its equations (module docstring of ``loop_cell``)."""
+    kernel, bias, *mlp, out = weights
+    step = lambda r: r @ kernel + bias + _mlp(r, mlp) @ out  # noqa: E731
+    return _numpy_free_run(cell.na, cell.nb, u, y_past, u_past, step)
 
 
 def test_the_narx_free_run_matches_a_numpy_loop(rng):
@@ -199,23 +206,14 @@ def _numpy_faded(cell, u, y_past, u_past):
     kernel, bias, out = w["arx_kernel"], w["arx_bias"], w["branch_out"]
     anchor_k, anchor_b, lower, upper = w["anchor_kernel"], w["anchor_bias"], w["lower"], w["upper"]
     mlp = [w[f"hidden_{k}_{part}"] for k in range(len(cell.hidden)) for part in ("kernel", "bias")]
-    na, nb = cell.na, cell.nb
-    ys, us = list(y_past[::-1][:na]), list(u_past[::-1][: nb - 1])
-    result = []
-    for u_t in u:
-        r = np.concatenate([*ys, *us, u_t])
+    def step(r):
         inside = np.clip(r, lower, upper)
-        g = inside
-        for k in range(0, len(mlp), 2):
-            g = np.tanh(g @ mlp[k] + mlp[k + 1])
         excess = np.max(np.abs(r - inside) / (upper - lower))
         share = np.clip(1 - excess / cell.fade, 0, 1)
         anchor = r @ anchor_k + anchor_b
-        y_t = anchor + share * (r @ kernel + bias + g @ out - anchor)
-        result.append(y_t)
-        ys = [y_t, *ys[:-1]]
-        us = [u_t, *us[:-1]] if nb > 1 else []
-    return np.array(result)
+        return anchor + share * (r @ kernel + bias + _mlp(inside, mlp) @ out - anchor)
+
+    return _numpy_free_run(cell.na, cell.nb, u, y_past, u_past, step)
 
 
 def _faded_narx(rng):

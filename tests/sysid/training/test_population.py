@@ -12,21 +12,14 @@ from keras_mgu.callbacks.population import weighted_rmse
 from keras_mgu.datasets import Normalizer
 from keras_mgu.sysid import (
     PlannedRun,
-    RecipeConfig,
     identify,
     population_groups,
     train_population,
     train_simulator,
 )
-from tests.helpers import NETWORK_CLASSES
+from tests.helpers import short_network_config
 
-TINY = RecipeConfig(
-    units=(5,),
-    iterations=30,
-    steps_per_epoch=10,
-    validation_checks=3,
-    model_classes=NETWORK_CLASSES,
-)
+TINY = short_network_config(5, 30, 3)
 ENCODER = dataclasses.replace(
     TINY, window=24, batch_size=3, initial_state="encoder", n_initial=4, units=(4, 3)
 )
