@@ -6,19 +6,16 @@ The numbers were recorded with ``tests/fixtures/make_recorded_identification.py`
 
 import keras
 import numpy as np
-import pytest
 
-from tests.fixtures.make_recorded_identification import FOLDER, recorded_run
+from tests.fixtures.make_recorded_identification import FOLDER, recorded_numbers
+from tests.sysid.conftest import SHORT_DUFFING
 
 RECORDED = FOLDER / f"{keras.backend.backend()}.npz"
+pytestmark = SHORT_DUFFING
 
 
-@pytest.fixture(scope="module")
-def now():
-    return recorded_run()
-
-
-def test_identify_gives_the_recorded_model(now):
+def test_identify_gives_the_recorded_model(short_duffing):
+    now = recorded_numbers(*short_duffing)
     recorded = np.load(RECORDED)
     assert sorted(now) == sorted(recorded.files)
     assert list(now["structures"]) == list(recorded["structures"])

@@ -4,23 +4,18 @@ simulation, and a step ahead closer than the last measured sample."""
 import numpy as np
 import pytest
 
-from keras_mgu import datasets
-from keras_mgu.sysid import RecipeConfig, identify, rmse
+from keras_mgu.sysid import rmse
 from keras_mgu.sysid.config import MODEL_CLASSES
+from tests.sysid.conftest import SHORT_DUFFING
 
-SHORT = RecipeConfig(units=(8,), iterations=150, validation_checks=5)
-
-
-@pytest.fixture(scope="module")
-def found():
-    """One run of every class on a Duffing oscillator, with the defaults but short training."""
-    plant = datasets.zoo_plant("duffing", n_samples=600, seed=0)
-    return plant.data, identify(plant.data, SHORT, restarts=1, seed=0)
+pytestmark = SHORT_DUFFING
 
 
 @pytest.mark.parametrize("name", MODEL_CLASSES)
-def test_prediction_errs_less_the_nearer_its_measured_samples(found, name):
-    data, result = found
+def test_prediction_errs_less_the_nearer_its_measured_samples(short_duffing, name):
+    """The first run of each class on a Duffing oscillator, the defaults but short training."""
+    plant, result = short_duffing
+    data = plant.data
     runs = [k for k, run in enumerate(result.runs) if run.structure == name]
     if not runs:  # linear+network is tried only where the linear model explains validation
         assert name == "linear+network"
