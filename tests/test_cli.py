@@ -1,4 +1,9 @@
-"""The ``keras-mgu`` command line: in process, as ``python -m keras_mgu``, and installed."""
+"""The ``keras-mgu`` command line: in process, as ``python -m keras_mgu``, and installed.
+
+The tests that run a whole identification through the command line's options
+are ``END_TO_END``: they run once, with the TensorFlow suite; what they call
+is tested on every backend.
+"""
 
 import dataclasses
 import importlib.util
@@ -116,6 +121,7 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     assert found.score(test) == pytest.approx(mgu["rmse"], rel=1e-6)
 
 
+@END_TO_END
 def test_identify_scores_a_benchmark_in_its_protocol_unit(tmp_path, capsys, shared_data_dir):
     path = os.path.join(shared_data_dir, "cascaded_tanks")
     if not os.path.isdir(path):
@@ -133,6 +139,7 @@ def test_identify_scores_a_benchmark_in_its_protocol_unit(tmp_path, capsys, shar
     assert "| from sample 50 [V] |" in out
 
 
+@END_TO_END
 def test_n_initial_option_overrides_the_default(tmp_path, capsys):
     argv = ["identify", *TINY, "--iterations", "2", "--n-initial", "7", "--out", str(tmp_path)]
     assert main(argv) == 0
@@ -141,6 +148,7 @@ def test_n_initial_option_overrides_the_default(tmp_path, capsys):
     assert "from sample 7" in capsys.readouterr().out
 
 
+@END_TO_END
 def test_n_initial_zero_is_the_free_run_alone(tmp_path, capsys):
     """No measured output sets the state: one simulation, one RMSE, no prediction."""
     argv = ["identify", *TINY, "--iterations", "2", "--n-initial", "0", "--out", str(tmp_path)]
@@ -151,6 +159,7 @@ def test_n_initial_zero_is_the_free_run_alone(tmp_path, capsys):
     assert "from sample" not in out and "test RMSE (from sample" not in out
 
 
+@END_TO_END
 def test_selection_option_averages_runs_chosen_on_validation(tmp_path, capsys):
     argv = ["identify", *TINY, "--iterations", "2", "--restarts", "2", "--selection", "ensemble"]
     assert main([*argv, "--out", str(tmp_path)]) == 0
@@ -315,6 +324,7 @@ class LearningRateSpy(keras.callbacks.Callback):
         self.rates.append(float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)))
 
 
+@END_TO_END
 def test_schedule_and_score_options_reach_the_callbacks(tmp_path, monkeypatch):
     """The decay points, the score weights and the check interval act in the recipe's ``fit``."""
     spy, found = LearningRateSpy(), []
@@ -348,6 +358,7 @@ def test_schedule_and_score_options_reach_the_callbacks(tmp_path, monkeypatch):
     assert config["validation_every"] == 3 and config["steps_per_epoch"] == 2
 
 
+@END_TO_END
 def test_runs_of_other_settings_into_one_folder_are_kept(tmp_path, capsys):
     argv = ["identify", *TINY, "--iterations", "2", "--restarts", "1", "--out", str(tmp_path)]
     assert main([*argv, "--units", "3"]) == 0
@@ -464,6 +475,7 @@ def test_console_script_in_a_fresh_venv(tmp_path):
     assert not HAS_ONNX_EXPORT or (tmp_path / "model.onnx").stat().st_size > 0
 
 
+@END_TO_END
 def test_tune_prints_the_trials_and_writes_table_and_plot(tmp_path, capsys):
     pytest.importorskip("keras_tuner")
     argv = ["tune", *TINY, "--space", '{"units": [[3], [4]]}', "--search", "grid",
@@ -527,6 +539,7 @@ def write_experiments(folder, n_samples=(128, 100, 96)):
     return [str(first), str(folder / "exp2.npz")], str(folder / "test.mat"), recs
 
 
+@END_TO_END
 def test_identify_own_files_of_several_experiments(tmp_path, capsys):
     """Two estimation experiments in two formats, columns by index; windows stay inside one."""
     train, test, recs = write_experiments(tmp_path)
@@ -904,6 +917,7 @@ def write_two_outputs(path, n_samples: int, seed: int) -> str:
     return str(path)
 
 
+@END_TO_END
 def test_identify_reports_every_output_and_scores_own_test_from_its_outputs(
     tmp_path, capsys, monkeypatch
 ):
