@@ -12,6 +12,7 @@ import io
 import json
 import os
 import zipfile
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -20,7 +21,7 @@ import pytest
 from keras_mgu import datasets, sysid
 from keras_mgu.sysid.files import kmgu as saving
 from keras_mgu.sysid.files.kmgu import ModelFileError
-from tests.helpers import NETWORK_CLASSES
+from tests.helpers import BACKEND_INDEPENDENT, NETWORK_CLASSES
 
 TINY = sysid.RecipeConfig(
     units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3, model_classes=NETWORK_CLASSES
@@ -215,3 +216,19 @@ def test_the_band_noise_models_and_arx_reference_are_kept(learned, data, tmp_pat
     assert older.band is None and older.reference() is None
     with pytest.raises(ValueError, match="no calibrated band"):
         older.simulate(u, band=0.9)
+
+
+@BACKEND_INDEPENDENT
+def test_a_file_written_before_the_rooms_loads_and_simulates_the_same():
+    """Every class, saved by the earlier layout of the package (tests/fixtures/model_files).
+
+    What it checks, the format and the classes' registered names, is the same on every backend;
+    loading on another backend than the writer's is tested above."""
+    folder = Path(__file__).resolve().parents[2] / "fixtures" / "model_files"
+    found = sysid.load(folder / "every_class_before_rooms.kmgu")
+    assert sorted(run.structure for run in found.runs) == sorted(sysid.config.MODEL_CLASSES)
+    test = datasets.zoo_plant("duffing", n_samples=400, seed=0).data.test
+    expected = np.load(folder / "every_class_before_rooms.npy")
+    np.testing.assert_allclose(found.simulate(test.u, test.y[:20]), expected, atol=1e-5)
+    for k in range(len(found.runs)):
+        assert np.all(np.isfinite(found.run_alone(k).simulate(test.u, test.y[:20])))
