@@ -1,1 +1,1 @@
-"""Choosing: the candidate classes, their restarts, the choice on validation, ensembles, tuning."""
+"""Choosing: the candidate classes, their restarts scored on validation, the best run or an ensemble."""
