@@ -1,1 +1,1 @@
-"""Choosing: the candidate classes, their restarts scored on validation, the best run or an ensemble."""
+"""Choosing: the candidate classes, their restarts scored on validation, the run or runs kept."""
