@@ -8,10 +8,8 @@ import keras
 import numpy as np
 
 from tests.fixtures.make_recorded_identification import FOLDER, recorded_numbers
-from tests.sysid.conftest import SHORT_DUFFING
 
 RECORDED = FOLDER / f"{keras.backend.backend()}.npz"
-pytestmark = SHORT_DUFFING
 
 
 def test_identify_gives_the_recorded_model(short_duffing):

@@ -6,9 +6,6 @@ import pytest
 
 from keras_mgu.sysid import rmse
 from keras_mgu.sysid.config import MODEL_CLASSES
-from tests.sysid.conftest import SHORT_DUFFING
-
-pytestmark = SHORT_DUFFING
 
 
 @pytest.mark.parametrize("name", MODEL_CLASSES)
