@@ -252,13 +252,13 @@ def train_lag_model(
     """
     lag = model.inputs[0].shape[1]
     rng, u, y = np.random.default_rng(seed), validation.u.astype("float32"), validation.y
-    checked = ([u[None, :lag], y[None, :lag].astype("float32"), u[None, lag:]], y[None, lag:])
+    simulated = ([u[None, :lag], y[None, :lag].astype("float32"), u[None, lag:]], y[None, lag:])
     phases, done, seconds = [], 0, 0.0
     for one_step, window, steps, batch in _phases(schedule):
         windows = _drawn(measured_windows(estimation, lag, window), steps, batch, rng)
         every = steps if one_step else max(1, steps // schedule.validation_checks)
         stopper = WeightedEarlyStopping(
-            {"val_rmse": 1.0}, checked, every, restore_best_weights=not one_step,
+            {"val_rmse": 1.0}, simulated, every, restore_best_weights=not one_step,
             check_at_start=True, check_at_end=True,
         )  # fmt: skip
         decay = None

@@ -280,14 +280,14 @@ def train_population(
             validation_frequency=config.validation_interval(),
             predict=setup.predict,
         )
-        (decay, *budget), epochs = run.run_schedule(config, time_budget)
+        decay, budget, epochs = run.run_schedule(config, time_budget)
         windows = [run.training_windows(m.estimation, m.config, m.seed) for m in members]
         batches = (_GroupedBatches if grouped else _PopulationBatches)(windows)
         start = time.perf_counter()
         fit_windows(
             setup.model, batches, run.run_optimizer(config), stopper, decay, loss=setup.loss,
-            metrics=setup.metrics, epochs=epochs, budget=budget[0] if budget else None,
-            callbacks=callbacks, verbose=verbose,
+            metrics=setup.metrics, epochs=epochs, budget=budget, callbacks=callbacks,
+            verbose=verbose,
         )  # fmt: skip
         if setup.finish is not None:
             setup.finish()

@@ -175,17 +175,19 @@ def run_optimizer(config: RecipeConfig) -> keras.optimizers.Optimizer:
     )
 
 
-def run_schedule(config: RecipeConfig, time_budget: float | None) -> tuple[list, int]:
-    """``(callbacks, epochs)``: the decay points (and the time budget, if any), ``fit``'s epochs.
+def run_schedule(
+    config: RecipeConfig, time_budget: float | None
+) -> tuple[LearningRateDecayPoints, TimeBudget | None, int]:
+    """``(decay, budget, epochs)``: the decay points, the time budget (or None), ``fit``'s epochs.
 
-    ``time_budget`` (else ``config.time_budget``) adds a
+    ``time_budget`` (else ``config.time_budget``) gives a
     :class:`~keras_mgu.callbacks.TimeBudget` that shortens the schedule with
     the run; without one the run does all its iterations.
     """
-    schedule = LearningRateDecayPoints(config.decay_points, decay_rate=config.decay_rate)
+    decay = LearningRateDecayPoints(config.decay_points, decay_rate=config.decay_rate)
     seconds = time_budget or config.time_budget
-    budget = [] if seconds is None else [TimeBudget(seconds, schedule)]
-    return [schedule, *budget], max(1, -(-config.iterations // config.steps_per_epoch))
+    budget = None if seconds is None else TimeBudget(seconds, decay)
+    return decay, budget, max(1, -(-config.iterations // config.steps_per_epoch))
 
 
 def train_simulator(
@@ -220,11 +222,10 @@ def train_simulator(
         validation_frequency=config.validation_interval(),
         restore_best_weights=True,
     )
-    (decay, *budget), epochs = run_schedule(config, time_budget)
+    decay, budget, epochs = run_schedule(config, time_budget)
     seconds = fit_windows(
         model, training_windows(estimation, config, seed), run_optimizer(config), stopper, decay,
-        epochs=epochs, budget=budget[0] if budget else None, callbacks=callbacks,
-        verbose=verbose,
+        epochs=epochs, budget=budget, callbacks=callbacks, verbose=verbose,
     )  # fmt: skip
     return RunResult(
         model, seed, float(stopper.best_score), int(stopper.best_iteration or 0), seconds,
