@@ -13,8 +13,9 @@ backend.
   :class:`TankParameters`).
 * :func:`zoo_plant`, :data:`ZOO`: a zoo of simulated plants (Duffing,
   Bouc-Wen, Wiener-Hammerstein, two-mass drive with friction, overflowing
-  tanks) with a test record within and one beyond the estimation input's
-  range, as a :class:`ZooPlant`.
+  tanks, a hardening oscillator, a pendulum, a Van der Pol oscillator) with a
+  test record within and one beyond the estimation input's range, as a
+  :class:`ZooPlant`.
 * :func:`load_record`: your own data from a ``.csv``/``.txt`` (any common
   delimiter, with or without a header), ``.mat`` or ``.npz`` file;
   :func:`join_experiments` puts several experiments into one record.
@@ -62,11 +63,13 @@ from keras_mgu.datasets.plants import (
     DuffingParameters,
     PendulumParameters,
     TwoMassParameters,
+    VanDerPolParameters,
     WienerHammersteinParameters,
     simulate_bouc_wen,
     simulate_duffing,
     simulate_pendulum,
     simulate_two_mass_drive,
+    simulate_van_der_pol,
     simulate_wiener_hammerstein,
 )
 from keras_mgu.datasets.protocols import (
@@ -96,6 +99,7 @@ __all__ = [
     "SysIdData",
     "TankParameters",
     "TwoMassParameters",
+    "VanDerPolParameters",
     "WienerHammersteinParameters",
     "ZooPlant",
     "get_protocol",
@@ -114,6 +118,7 @@ __all__ = [
     "simulate_pendulum",
     "simulate_tank_levels",
     "simulate_two_mass_drive",
+    "simulate_van_der_pol",
     "simulate_wiener_hammerstein",
     "zoo_plant",
 ]

@@ -10,6 +10,9 @@
   drive with Coulomb friction that sticks (time-stepping scheme).
 * :class:`PendulumParameters`, :func:`simulate_pendulum`: a forced, lightly
   damped pendulum whose restoring torque softens as ``sin`` (fixed-step RK4).
+* :class:`VanDerPolParameters`, :func:`simulate_van_der_pol`: a forced Van der
+  Pol oscillator, its damping negative near rest and positive at large
+  amplitude (fixed-step RK4).
 
 Every simulator takes an input ``u`` ``(N,)`` held constant over each sample
 period (zero-order hold) and returns the noise-free states or output; the
@@ -31,11 +34,13 @@ __all__ = [
     "DuffingParameters",
     "PendulumParameters",
     "TwoMassParameters",
+    "VanDerPolParameters",
     "WienerHammersteinParameters",
     "simulate_bouc_wen",
     "simulate_duffing",
     "simulate_pendulum",
     "simulate_two_mass_drive",
+    "simulate_van_der_pol",
     "simulate_wiener_hammerstein",
 ]
 
@@ -471,6 +476,65 @@ def simulate_pendulum(
     def rates(x, uk):
         theta, w = x
         return [w, (uk - c * w - gravity * sin(theta)) / inertia]
+
+    x0 = _as_state("initial_state", initial_state, 2)
+    return _integrate_rk4(rates, _as_input(u), x0, _check_ts(ts), _check_substeps(substeps))
+
+
+@dataclasses.dataclass(frozen=True)
+class VanDerPolParameters:
+    """A forced Van der Pol oscillator: damping that pumps energy in near rest, out far from it.
+
+    After Van der Pol's triode oscillator (Van der Pol 1926, "On relaxation-
+    oscillations"), with a force ``u`` on the right: displacement ``x``,
+    velocity ``v = x'``::
+
+        x'' - mu (1 - x^2) x' + omega^2 x = u
+
+    With ``mu > 0`` the damping ``-mu (1 - x^2)`` is negative within
+    ``|x| < 1`` and positive beyond, so the state at rest is unstable and
+    every trajectory stays bounded: unforced, it settles on a limit cycle of
+    amplitude about 2 (for small ``mu``, a period near ``2 pi / omega``;
+    6.66 s at the defaults ``mu = 1``, ``omega = 1``). A strong enough force
+    entrains it. ``mu = 0`` is the undamped linear oscillator.
+    """
+
+    mu: float = 1.0
+    omega: float = 1.0
+
+    def __post_init__(self) -> None:
+        _check_positive(self, ("mu", "omega"), allow_zero=("mu",))
+
+
+def simulate_van_der_pol(
+    u: Any,
+    ts: float = 0.1,
+    parameters: VanDerPolParameters | None = None,
+    initial_state: tuple[float, float] = (0.0, 0.0),
+    substeps: int = 4,
+) -> np.ndarray:
+    """Displacement and velocity of the forced Van der Pol oscillator for a force sequence.
+
+    Fixed-step classical RK4 of ``x' = v``,
+    ``v' = u + mu (1 - x^2) v - omega^2 x``, ``substeps`` steps per sample
+    period, ``u[k]`` held over ``[k ts, (k + 1) ts)``.
+
+    Args:
+        u: ``(N,)`` or ``(N, 1)`` force.
+        ts: Sampling period (s).
+        parameters: Plant constants; ``VanDerPolParameters()`` if None.
+        initial_state: ``(x, v)`` at ``t = 0``.
+        substeps: RK4 steps per sample period.
+
+    Returns:
+        ``(N, 2)`` array of ``(x, v)`` at ``k ts`` (row 0 is the initial state).
+    """
+    p = VanDerPolParameters() if parameters is None else parameters
+    mu, omega2 = p.mu, p.omega * p.omega
+
+    def rates(state, uk):
+        x, v = state
+        return [v, uk + mu * (1.0 - x * x) * v - omega2 * x]
 
     x0 = _as_state("initial_state", initial_state, 2)
     return _integrate_rk4(rates, _as_input(u), x0, _check_ts(ts), _check_substeps(substeps))

@@ -1,15 +1,16 @@
 """Tests of keras_mgu.datasets.zoo and .plants: records, ranges, noise and each plant's physics.
 
 Each simulator is checked against an independent reference: SciPy's ``lsim``
-of the linear limit, a NumPy convolution with impulse responses from the
-frequency response, analytical steady states, and the RK4 order.
+of the linear limit, SciPy's ``solve_ivp`` at tight tolerances, a NumPy
+convolution with impulse responses from the frequency response, analytical
+steady states, and the RK4 order.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import signal
+from scipy import integrate, signal
 
 from keras_mgu.datasets import (
     ZOO,
@@ -17,6 +18,7 @@ from keras_mgu.datasets import (
     DuffingParameters,
     PendulumParameters,
     TwoMassParameters,
+    VanDerPolParameters,
     WienerHammersteinParameters,
     ZooPlant,
     simulate_bouc_wen,
@@ -24,6 +26,7 @@ from keras_mgu.datasets import (
     simulate_pendulum,
     simulate_tank_levels,
     simulate_two_mass_drive,
+    simulate_van_der_pol,
     simulate_wiener_hammerstein,
     zoo_plant,
 )
@@ -60,6 +63,7 @@ def test_zoo_names_and_unknown_name():
         "overflowing_tanks",
         "hardening_oscillator",
         "pendulum",
+        "van_der_pol",
     }
     assert zoo_plant("two-mass-drive", n_samples=N).name == "two_mass_drive"
     with pytest.raises(ValueError, match="Unknown zoo plant 'silverbox'; expected one of duffing"):
@@ -92,6 +96,14 @@ def test_plant_parameters_are_checked():
         simulate_duffing(np.array([0.0, np.nan]))
     with pytest.raises(ValueError, match="PendulumParameters.c must be a >= 0 number"):
         PendulumParameters(c=-0.1)
+    with pytest.raises(ValueError, match="VanDerPolParameters.mu must be a >= 0 number"):
+        VanDerPolParameters(mu=-1.0)
+    with pytest.raises(ValueError, match="VanDerPolParameters.omega must be a positive number"):
+        VanDerPolParameters(omega=0.0)
+    with pytest.raises(ValueError, match="VanDerPolParameters.mu must be a >= 0 number"):
+        VanDerPolParameters(mu=float("nan"))
+    with pytest.raises(ValueError, match="`substeps` must be a positive integer"):
+        simulate_van_der_pol(np.zeros(3), substeps=0)
 
 
 @pytest.mark.parametrize("name", ZOO)
@@ -105,6 +117,7 @@ def test_zoo_records_shapes_names_and_ts(name):
         "overflowing_tanks": 4.0,
         "hardening_oscillator": 0.05,
         "pendulum": 0.02,
+        "van_der_pol": 0.1,
     }[name]
     for part, rec in zip(("estimation", "validation", "test", "beyond"), _records(plant)):
         assert rec.u.shape == rec.y.shape == (N, 1)
@@ -364,3 +377,75 @@ def test_pendulum_small_swings_are_the_linear_oscillator_and_a_torque_holds_it_a
     np.testing.assert_allclose(held, [np.arcsin(5.0 / (p.m * p.g * p.l)), 0.0], atol=1e-6)
     over = simulate_pendulum(np.full(1000, 12.0), parameters=p)[:, 0]
     assert over[-1] > 2 * np.pi
+
+
+def _van_der_pol_reference(u, ts, p, initial_state=(0.0, 0.0)):
+    """States ``(N, 2)`` by ``solve_ivp`` (DOP853, tolerances 1e-12), one call per held sample."""
+    state, out = np.asarray(initial_state, dtype=float), np.empty((u.size, 2))
+    for k, uk in enumerate(u):
+        out[k] = state
+
+        def rates(t, z, uk=uk):
+            return [z[1], uk + p.mu * (1.0 - z[0] ** 2) * z[1] - p.omega**2 * z[0]]
+
+        sol = integrate.solve_ivp(rates, (0.0, ts), state, method="DOP853", rtol=1e-12, atol=1e-12)
+        state = sol.y[:, -1]
+    return out
+
+
+def test_van_der_pol_matches_solve_ivp_on_the_held_input():
+    plant = zoo_plant("van_der_pol", n_samples=N, snr_db=None)
+    u, ts, p = plant.beyond.u[:, 0], plant.beyond.ts, plant.parameters  # to 1.75x the range
+    ref = _van_der_pol_reference(u, ts, p, initial_state=(0.5, -0.2))
+    states = simulate_van_der_pol(u, ts, p, initial_state=(0.5, -0.2))
+    assert states.shape == (N, 2)
+    np.testing.assert_array_equal(states[0], [0.5, -0.2])
+    assert _rel_err(states, ref) < 5e-6  # 4 RK4 steps per sample: ~2e-6
+    finer = simulate_van_der_pol(u, ts, p, initial_state=(0.5, -0.2), substeps=16)
+    assert _rel_err(finer, ref) < 1e-7
+    np.testing.assert_allclose(plant.beyond.y[:, 0], simulate_van_der_pol(u, ts, p)[:, 0],
+                               rtol=0, atol=1e-12)  # fmt: skip
+
+
+def test_van_der_pol_without_mu_is_the_undamped_linear_oscillator():
+    p = VanDerPolParameters(mu=0.0, omega=2.0)
+    u = np.random.default_rng(6).standard_normal(300)
+    a = np.array([[0.0, 1.0], [-(p.omega**2), 0.0]])
+    ref = _lsim_zoh(a, np.array([[0.0], [1.0]]), u, 0.1)
+    assert _rel_err(simulate_van_der_pol(u, 0.1, p), ref) < 1e-4
+
+
+def test_van_der_pol_unforced_settles_on_its_limit_cycle():
+    # From near rest (the unstable equilibrium) or from outside, to the cycle of amplitude ~2.01.
+    for x0 in ((1e-3, 0.0), (4.0, 0.0)):
+        x = simulate_van_der_pol(np.zeros(1500), 0.1, initial_state=x0)[-700:, 0]
+        assert x.max() == pytest.approx(2.009, abs=0.01)
+        assert -x.min() == pytest.approx(2.009, abs=0.01)
+        up = np.flatnonzero((x[:-1] < 0) & (x[1:] >= 0))
+        assert np.diff(up).mean() == pytest.approx(66.6, abs=1.0)  # period 6.66 s at mu = 1
+    np.testing.assert_array_equal(simulate_van_der_pol(np.zeros(50)), 0.0)  # rest stays at rest
+
+
+def test_van_der_pol_zoo_plant_is_entrained_nonlinear_and_bounded_beyond():
+    plant = zoo_plant("van_der_pol", snr_db=None)
+    est, beyond, start = plant.data.estimation, plant.beyond, plant.beyond_start
+    assert est.n_samples == beyond.n_samples == 2500 and start == 2000
+    assert plant.parameters == VanDerPolParameters(mu=1.0, omega=1.0)
+    assert est.input_names == ("force",) and est.output_names == ("displacement",)
+    u, ts, p, y = est.u[:, 0], est.ts, plant.parameters, est.y[:, 0]
+    # Entrained: the forced response forgets where it started.
+    other = simulate_van_der_pol(u, ts, p, initial_state=(2.0, 0.0))[:, 0]
+    assert np.abs(other - y)[:100].max() > 0.5
+    assert np.abs(other - y)[1000:].max() < 1e-6
+    # 60-130 samples per period, mostly where the damping is positive (|x| > 1).
+    up = np.flatnonzero((y[:-1] < 0) & (y[1:] >= 0))
+    assert 60 < np.diff(up).mean() < 80
+    assert 0.6 < np.mean(np.abs(y) > 1.0) < 0.9
+    # No small correction: a doubled force is far from a doubled response.
+    assert _rel_err(simulate_van_der_pol(2 * u, ts, p)[:, 0], 2 * y) > 0.5
+    # Beyond: the input leaves the range, the output peaks past the estimation's but stays bounded.
+    assert np.abs(beyond.u[start:]).max() >= 1.75 * np.abs(est.u).max() * (1 - 1e-12)
+    assert np.all(np.isfinite(beyond.y))
+    peak = np.abs(beyond.y[start:]).max()
+    assert 1.05 * np.abs(y).max() < peak < 1.5 * np.abs(y).max()
+    assert beyond.y[start:].max() > y.max() and beyond.y[start:].min() < y.min()
