@@ -36,7 +36,8 @@ plants: within, beyond (before and after), and after / within, beside the
 plant's floors scored the same way: the ARX model and, where the plant has
 one, its own model class fitted by least squares
 (``zoo_polynomial_narx.own_class_reference``: a cubic NARX for the Duffing
-oscillators, a NARX in ``sin(theta)`` for the pendulum).
+oscillators, a NARX in ``sin(theta)`` for the pendulum, a cubic NARX with
+cross terms for the Van der Pol oscillator).
 
 Usage::
 

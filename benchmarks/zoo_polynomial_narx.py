@@ -113,15 +113,38 @@ def sine_basis(mean_y: float, std_y: float) -> Basis:
     return phi
 
 
+def van_der_pol_basis(mean_y: float, std_y: float) -> Basis:
+    """``[y_lags, u_lags, x_i^2 x_j for i, j = 1..na, 1]``, ``x_i``: ``y[k-i]`` about its zero.
+
+    The cubic monomials ``x_i^2 x_j`` of the output lags (``x_i^3`` among
+    them), cross terms included, with ``x_i = y_lags[:, i-1] + mean_y / std_y``
+    (the output in units of its standard deviation, not shifted by its mean).
+    The Van der Pol oscillator's Euler-discretised equation is linear in these
+    regressors: ``x[k] = 2 x[k-1] - x[k-2] + h mu (1 - x[k-2]^2) (x[k-1] - x[k-2])
+    - h^2 omega^2 x[k-2] + h^2 u[k-2]`` (``h = ts``); more lags than two let
+    least squares average the output noise over a longer difference.
+    """
+    shift = mean_y / std_y
+
+    def phi(y_lags: np.ndarray, u_lags: np.ndarray) -> np.ndarray:
+        x = y_lags + shift
+        cubes = (x[:, :, None] ** 2 * x[:, None, :]).reshape(len(x), -1)  # column i na + j
+        return np.concatenate([y_lags, u_lags, cubes, np.ones((len(y_lags), 1))], axis=1)
+
+    return phi
+
+
 #: Each plant's own class, where it is linear in its parameters: a label and
 #: the regressors from the estimation output's ``(mean, std)``. The Duffing
 #: oscillators' Euler-discretised equation is a cubic polynomial NARX; the
-#: pendulum's is linear in ``sin(theta)``. The others have none (hysteresis,
-#: sticking friction, overflow, a filter after the nonlinearity).
+#: pendulum's is linear in ``sin(theta)``; the Van der Pol oscillator's in
+#: the cubic monomials ``y[k-i]^2 y[k-j]``, cross terms included. The others have none
+#: (hysteresis, sticking friction, overflow, a filter after the nonlinearity).
 OWN_CLASSES: dict[str, tuple[str, Callable[[float, float], Basis]]] = {
     "duffing": ("cubic NARX", lambda mean_y, std_y: _basis(3, None)),
     "hardening_oscillator": ("cubic NARX", lambda mean_y, std_y: _basis(3, None)),
     "pendulum": ("sine NARX", sine_basis),
+    "van_der_pol": ("cubic NARX with cross terms", van_der_pol_basis),
 }
 #: Orders ``na`` an own-class reference chooses from on validation.
 REFERENCE_ORDERS = (2, 3, 4, 6, 8)

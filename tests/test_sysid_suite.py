@@ -304,10 +304,15 @@ def test_each_result_records_the_command_that_makes_it_again():
 
 @BACKEND_INDEPENDENT
 def test_own_class_references_beat_the_arx_floor_by_a_clear_factor():
-    """Least squares only (no training): the cubic NARX on the hardening oscillator and the
-    NARX in sin(theta) on the pendulum, scored like a run, against the ARX floor."""
+    """Least squares only (no training): the cubic NARX on the hardening oscillator, the
+    NARX in sin(theta) on the pendulum and the cubic NARX with cross terms on the Van der Pol
+    oscillator, scored like a run, against the ARX floor."""
     suite = load_suite()
-    for name, label in (("hardening_oscillator", "cubic NARX"), ("pendulum", "sine NARX")):
+    for name, label in (
+        ("hardening_oscillator", "cubic NARX"),
+        ("pendulum", "sine NARX"),
+        ("van_der_pol", "cubic NARX with cross terms"),
+    ):
         plant = zoo_plant(name, seed=suite.ZOO_DATA_SEED)
         floors = suite.floors(plant.data, plant)
         arx, own = floors["arx"], floors["reference"]
