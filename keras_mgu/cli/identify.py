@@ -279,12 +279,14 @@ def _add_recipe_arguments(group: argparse._ArgumentGroup) -> None:
                        "the machine's speed and load, so results are no longer "
                        "reproducible")  # fmt: skip
     group.add_argument("--model-classes", nargs="+", metavar="CLASS",
-                       choices=("network", "linear+network", "narx", "loop", "linear", "all"),
+                       choices=("network", "linear+network", "narx", "loop", "linear",
+                                "polynomial", "all"),
                        help="the model classes to try and choose among: network (the "
                        "recurrent network alone), linear+network (on the linear model's "
                        "residual), narx (ARX plus an MLP on the lags), loop (the cell inside "
                        "the ARX model's loop), linear (the ARX model refined on the "
-                       "simulation error), or all (default: all)")  # fmt: skip
+                       "simulation error), polynomial (monomials of the lags chosen by FROLS), "
+                       "or all (default: all)")  # fmt: skip
     group.add_argument("--cell", metavar="CELL",
                        help="the recurrent cell: mgu (default), gru, lstm, or a user's cell as "
                        "package.module:Class, called as Class(units) (in the loop class "
@@ -495,7 +497,7 @@ def _cell(args: argparse.Namespace, kind: str) -> str:
         return kind.lower()
     if ":" in cell:
         classes = set(args.model_classes or ())
-        if not classes or "all" in classes or classes - {"narx", "loop", "linear"}:
+        if not classes or "all" in classes or classes - {"narx", "loop", "linear", "polynomial"}:
             raise UsageError(
                 f"--cell {cell}: a user's cell runs inside the loop class only; give "
                 "--model-classes loop (and narx, if wanted)"
@@ -547,6 +549,8 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
     row.update(results_row(found, evaluation, seconds, getattr(data, "protocol", None)))
     report.print_scores(label, row, test, n_initial, getattr(data, "protocol", None))
     print(report.describe_selection(found))
+    if row["terms"]:
+        print(found.describe())
     folder = os.path.join(args.out, row["name"])
     print(report.plot_results(label, test, evaluation, training_history(found), folder), flush=True)
     row["model_file"] = save_model_file(found, kind, folder)
@@ -587,7 +591,10 @@ def results_row(
     ``outputs``: each output's scores by name, ``band``: the band's level and
     coverage, ``reference``: the ARX model's and the last-sample predictor's
     RMSE (:class:`~keras_mgu.sysid.Evaluation`), ``warning``: the line that
-    says no network beats the ARX model on the choice, or None;
+    says no network beats the ARX model on the choice, or None; ``terms``:
+    a polynomial model's terms, coefficients and error reduction ratios
+    (:meth:`~keras_mgu.sysid.Identification.polynomial_terms`; empty for the
+    other classes);
     with a protocol, the RMSEs also in its unit (``*_in_unit``).
     ``validation_rmse``: each run's validation RMSE (standardised units), what
     the runs are chosen on; ``stopping_scores``: each run's best early-stopping
@@ -624,6 +631,7 @@ def results_row(
         "band": scores["band"],
         "reference": scores["reference"],
         "warning": linear_not_beaten(found.class_table),
+        "terms": found.polynomial_terms(),
     }
     if protocol is not None:
         row["rmse_in_unit"] = row["rmse"] * protocol.scale

@@ -65,7 +65,7 @@ WEIGHT_DECAY = 0.1
 #: The model classes :func:`~keras_mgu.sysid.identify` can try: the recurrent network
 #: alone, on the linear model's residual, NARX, a recurrent cell inside the linear loop,
 #: and the linear model fitted by simulation error.
-MODEL_CLASSES = ("network", "linear+network", "narx", "loop", "linear")
+MODEL_CLASSES = ("network", "linear+network", "narx", "loop", "linear", "polynomial")
 #: The classes tried when the config leaves them open: every one.
 DEFAULT_MODEL_CLASSES = MODEL_CLASSES
 #: The classes whose network simulates from its own state (the others read measured lags):
@@ -166,9 +166,11 @@ class RecipeConfig:
             where the linear model explains the validation record),
             ``"narx"`` (:mod:`~keras_mgu.sysid.models.narx`) and ``"loop"`` (the
             ``cell`` inside the linear model's loop,
-            :mod:`~keras_mgu.sysid.models.loop`) and ``"linear"`` (the
+            :mod:`~keras_mgu.sysid.models.loop`), ``"linear"`` (the
             ARX model refined on the simulation error,
-            :mod:`~keras_mgu.sysid.models.output_error`); ``"all"``: every one.
+            :mod:`~keras_mgu.sysid.models.output_error`) and ``"polynomial"``
+            (monomials of the lags chosen by FROLS,
+            :mod:`~keras_mgu.sysid.models.polynomial`); ``"all"``: every one.
             ``None`` (default): every one.
     """
 

@@ -360,6 +360,39 @@ class Identification:
         """
         return kmgu.write_model_file(self, filepath)
 
+    def describe(self) -> str:
+        """What the chosen model is, in lines: its class and members, a polynomial's equation.
+
+        For each polynomial NARX run it keeps, the selected terms with their
+        coefficients and error reduction ratios (FROLS), in the estimation
+        record's standardised signals (their means and deviations given).
+        """
+        from keras_mgu.sysid.models.polynomial import describe_polynomial
+
+        members = sorted(set(self.members or (self.best,)))
+        names = ", ".join(f"run {k + 1} ({self.runs[k].structure})" for k in members)
+        lines = [f"the chosen model: {names}" + (", averaged" if len(members) > 1 else "")]
+        for k in members:
+            run = self.runs[k]
+            if run.polynomial is not None:
+                lines.append(describe_polynomial(
+                    run.polynomial, self.input_names, self.output_names, run.path.outer
+                ))  # fmt: skip
+        return "\n".join(lines)
+
+    def polynomial_terms(self) -> list[dict]:
+        """The terms of the polynomial runs kept, each row with its ``run``; empty where none is.
+
+        Rows as :meth:`~keras_mgu.sysid.models.polynomial.PolynomialNarx.term_table`'s.
+        """
+        rows = []
+        for k in sorted(set(self.members or (self.best,))):
+            model = self.runs[k].polynomial
+            if model is not None:
+                table = model.term_table(self.input_names, self.output_names)
+                rows += [{"run": k + 1, **row} for row in table]
+        return rows
+
     def reference(self) -> Identification | None:
         """The ARX reference model (:attr:`arx`) as an identification of its own, or None."""
         if self.arx is None:

@@ -33,11 +33,19 @@ def run_line(run: RunResult, name: str, kind: str, done: int) -> str:
     """The progress line of a trained run (``kind`` ``"run"``, the ``done``-th) or screening."""
     units = (run.config.units or (0,))[0]
     label = f"run {done}" if kind == "run" else f"screening {units} units"
+    scores = (
+        f"choice RMSE {run.choice_rmse:.4f} (validation {test_like_rmse(run):.4f}, "
+        f"horizon {run.horizon_rmse:.4f}; standardised)"
+    )
+    if run.polynomial is not None:
+        p = run.polynomial
+        return (
+            f"{label} ({name}, least squares): {scores}, {len(p.terms)} terms of degree "
+            f"<= {p.degree}, lags na={p.na} nb={p.nb}, {run.seconds:.0f} s"
+        )
     return (
-        f"{label} ({name}, seed {run.seed}, learning rate "
-        f"{run.config.learning_rate:g}): choice RMSE {run.choice_rmse:.4f} "
-        f"(validation {test_like_rmse(run):.4f}, horizon {run.horizon_rmse:.4f}; "
-        f"standardised), best at iteration {run.best_iteration}, {run.seconds:.0f} s"
+        f"{label} ({name}, seed {run.seed}, learning rate {run.config.learning_rate:g}): "
+        f"{scores}, best at iteration {run.best_iteration}, {run.seconds:.0f} s"
     )
 
 
@@ -161,6 +169,13 @@ def why_no_prior(table: list[dict], several: bool) -> str:
 
 def _print_lag_settings(option: Structure) -> None:
     config, (na, nb) = option.config, option.linear.orders
+    if option.name == "polynomial":
+        print(
+            "  polynomial: monomials of the lagged outputs and inputs chosen by FROLS, lags "
+            "and degree on the free run (least squares, no training)",
+            flush=True,
+        )
+        return
     branch = {"narx": "MLP", "linear": "no branch"}.get(option.name, config.cell.upper())
     units = "" if option.name == "linear" else f" {list(config.units)}"
     print(

@@ -101,7 +101,12 @@ class Restarts:
         return winner, []
 
     def more_runs(self, winner: Structure, seed: int) -> list[RunResult]:
-        """The winning class's remaining restarts (seeds ``seed + 1000 k``)."""
+        """The winning class's remaining restarts (seeds ``seed + 1000 k``).
+
+        None for the polynomial class, whose fit does not depend on the seed.
+        """
+        if winner.name == "polynomial":
+            return []
         return self.train([(winner, seed + 1000 * k) for k in range(1, self.restarts)])
 
     def chosen(
@@ -156,7 +161,9 @@ class Restarts:
         Fitted at the lag classes' order where none of them was tried; None
         where the record is too short for it.
         """
-        option = next((o for o in self.options if o.linear is not None), None)
+        option = next(
+            (o for o in self.options if o.linear is not None and o.name != "polynomial"), None
+        )
         if option is None:
             try:
                 option = lag_structures(self.data, config, ("linear",))[0]

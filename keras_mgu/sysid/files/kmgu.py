@@ -191,6 +191,7 @@ def _run_entry(run: Any, k: int | str) -> dict:
         "has_noise": run.noise is not None,
         "window_horizon": run.window_horizon,
         "network": _network_name(k),
+        "polynomial": None if run.polynomial is None else run.polynomial.to_config(),
     }
 
 
@@ -295,7 +296,16 @@ def _run(archive: zipfile.ZipFile, entry: dict, k: int | str, arrays: dict) -> R
         path=path,
         noise=noise,
         window_horizon=entry.get("window_horizon"),  # absent from files saved before it
+        polynomial=_polynomial(entry.get("polynomial")),  # absent from files saved before it
     )
+
+
+def _polynomial(config: dict | None) -> Any:
+    if config is None:
+        return None
+    from keras_mgu.sysid.models.polynomial import PolynomialNarx
+
+    return PolynomialNarx.from_config(config)
 
 
 def network_from_bytes(data: bytes) -> Any:

@@ -14,7 +14,14 @@ and the branch ``g_t`` is one of:
   zero at the start;
 * a recurrent cell (the loop model): ``h_t = cell(r_t, h_{t-1})``,
   ``g_t = h_t P``, ``P = 0`` at the start; the cell's state rides beside
-  ``z`` (``states = [z, *h]``).
+  ``z`` (``states = [z, *h]``);
+* ``"polynomial"`` (the polynomial NARX): ``g_t = m(r_t) P``, ``m`` the
+  monomials named by ``terms`` (each a product of up to three regressors,
+  :mod:`~keras_mgu.sysid.models.polynomial`), ``P = 0`` at the start.
+
+``output_limits`` (optional, per output) clamp ``y_t`` to a box, so that a
+model that runs off its range stays finite (a guard, not a model of the
+plant: a run that reaches it is a run that failed).
 
 Outside the estimation range, a cell given ``bounds`` (the range of each
 regressor on the estimation record) degrades toward a linear model, its
@@ -185,6 +192,11 @@ class ArxLoopCell(FusedCell):
         anchor: ``(kernel, bias)`` of the linear model faded to outside
             ``bounds`` (``W_0``, ``c_0`` of the module docstring; shapes as
             ``kernel`` and ``bias``); default: ``kernel`` and ``bias``.
+        terms: The ``"polynomial"`` branch's monomials, ``(n_terms, 3)``
+            indices into ``[r_t, 1]`` (index ``nz + n_inputs`` is the
+            constant one): term ``k`` is ``r[i] r[j] r[l]``.
+        output_limits: ``None``, or ``(lower, upper)``, each ``(n_outputs,)``
+            with ``upper > lower``: ``y_t`` is clamped to them.
 
     Call arguments: as :class:`keras_mgu.FusedCell`; inputs ``u_t`` ``(B,
     n_inputs)``, states ``[z (B, nz), *branch_states]``; output ``y_t`` ``(B,
@@ -204,6 +216,8 @@ class ArxLoopCell(FusedCell):
         bounds: Any = None,
         fade: float = FADE,
         anchor: Any = None,
+        terms: Any = None,
+        output_limits: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -226,13 +240,15 @@ class ArxLoopCell(FusedCell):
         self.fade = float(fade)
         if isinstance(branch, dict):
             branch = keras.saving.deserialize_keras_object(branch)
-        if branch != "mlp" and not hasattr(branch, "state_size"):
+        if branch not in ("mlp", "polynomial") and not hasattr(branch, "state_size"):
             raise ValueError(
-                "`branch` must be 'mlp' or a recurrent cell (with `state_size`); "
+                "`branch` must be 'mlp', 'polynomial' or a recurrent cell (with `state_size`); "
                 f"received {branch!r}."
             )
         self.branch = branch
-        self.branch_sizes = [] if branch == "mlp" else _sizes(branch.state_size)
+        self.terms = self._terms(terms) if branch == "polynomial" else None
+        self.output_limits = self._limits(output_limits)
+        self.branch_sizes = [] if isinstance(branch, str) else _sizes(branch.state_size)
         self.state_size = [self.nz, *self.branch_sizes]
         self.output_size = self.n_outputs
 
@@ -244,6 +260,31 @@ class ArxLoopCell(FusedCell):
                 f"`{name}` must be a finite array of shape {shape}; got {array.shape}."
             )
         return array
+
+    def _terms(self, terms: Any) -> np.ndarray:
+        width = self.nz + self.n_inputs
+        array = np.asarray([] if terms is None else terms, dtype=np.int64).reshape(-1, 3)
+        if np.any(array < 0) or np.any(array > width):
+            raise ValueError(
+                f"`terms` must be index triples in [0, {width}] (index {width} is the "
+                f"constant one); received {terms!r}."
+            )
+        return array
+
+    def _limits(self, limits: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        if limits is None:
+            return None
+        try:
+            lower, upper = (np.asarray(b, dtype=np.float64).reshape(-1) for b in limits)
+        except (TypeError, ValueError):
+            lower = upper = np.zeros(0)
+        shape = (self.n_outputs,)
+        if lower.shape != shape or upper.shape != shape or not np.all(upper > lower):
+            raise ValueError(
+                f"`output_limits` must be (lower, upper), finite arrays of shape {shape} "
+                f"with upper > lower; received {limits!r}."
+            )
+        return lower, upper
 
     def _bounds(self, bounds: Any) -> tuple[np.ndarray, np.ndarray] | None:
         if bounds is None:
@@ -287,8 +328,16 @@ class ArxLoopCell(FusedCell):
                     shape=value.shape, name=name, trainable=False,
                     initializer=keras.initializers.Constant(value),
                 ))  # fmt: skip
+        if self.output_limits is not None:
+            for name, value in zip(("output_lower", "output_upper"), self.output_limits):
+                setattr(self, name, self.add_weight(
+                    shape=value.shape, name=name, trainable=False,
+                    initializer=keras.initializers.Constant(value),
+                ))  # fmt: skip
         self.layers_weights = []
-        if self.branch == "mlp":
+        if self.branch == "polynomial":
+            width = len(self.terms)
+        elif self.branch == "mlp":
             for k, units in enumerate(self.hidden):
                 self.layers_weights.append(
                     self._dense(f"hidden_{k}", width, units, "glorot_uniform")
@@ -314,7 +363,9 @@ class ArxLoopCell(FusedCell):
         r = ops.concatenate([z, projected], axis=-1)
         y = ops.matmul(r, self.kernel) + self.bias
         inside = r if self.bounds is None else ops.minimum(ops.maximum(r, self.lower), self.upper)
-        if self.branch == "mlp":
+        if self.branch == "polynomial":
+            g, new_h = self._monomials(inside), []
+        elif self.branch == "mlp":
             g = inside
             for kernel, bias in self.layers_weights:
                 g = ops.tanh(ops.matmul(g, kernel) + bias)
@@ -322,10 +373,25 @@ class ArxLoopCell(FusedCell):
         else:
             g, new_h = self.branch(inside, h)
             new_h = list(new_h) if isinstance(new_h, (list, tuple)) else [new_h]
-        y = y + ops.matmul(g, self.out_kernel)
+        if g is not None:
+            y = y + ops.matmul(g, self.out_kernel)
         if self.bounds is not None:
             y = self._faded(r, inside, y)
+        if self.output_limits is not None:
+            y = ops.minimum(ops.maximum(y, self.output_lower), self.output_upper)
         return y, [self._shift(z, y, projected), *new_h]
+
+    def _monomials(self, r: Any) -> Any:
+        """``(B, n_terms)``: each term's product of three entries of ``[r, 1]`` (None: no term)."""
+        if not len(self.terms):
+            return None
+        ones = ops.ones_like(r[:, :1])
+        extended = ops.concatenate([r, ones], axis=-1)
+        product = None
+        for k in range(3):
+            factor = ops.take(extended, self.terms[:, k], axis=1)
+            product = factor if product is None else product * factor
+        return product
 
     def _faded(self, r: Any, inside: Any, y: Any) -> Any:
         """``y`` faded toward the anchor as ``r`` leaves its bounds."""
@@ -345,7 +411,7 @@ class ArxLoopCell(FusedCell):
 
     def fused_unsupported_reason(self) -> str | None:
         reason = super().fused_unsupported_reason()
-        if reason is None and self.branch != "mlp" and isinstance(self.branch, FusedCell):
+        if reason is None and isinstance(self.branch, FusedCell):
             inner = self.branch.fused_unsupported_reason()
             return None if inner is None else f"its branch cannot run fused: {inner}"
         return reason
@@ -353,7 +419,7 @@ class ArxLoopCell(FusedCell):
     def get_config(self) -> dict:
         branch = (
             self.branch
-            if self.branch == "mlp"
+            if isinstance(self.branch, str)
             else keras.saving.serialize_keras_object(self.branch)
         )
         return {
@@ -369,6 +435,10 @@ class ArxLoopCell(FusedCell):
             "bounds": None if self.bounds is None else [b.tolist() for b in self.bounds],
             "fade": self.fade,
             "anchor": [a.tolist() for a in self.anchor],
+            "terms": None if self.terms is None else self.terms.tolist(),
+            "output_limits": (
+                None if self.output_limits is None else [b.tolist() for b in self.output_limits]
+            ),
         }
 
 

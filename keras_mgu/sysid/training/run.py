@@ -73,7 +73,10 @@ class RunResult:
     (:mod:`~keras_mgu.sysid.judging.noise_model`; None: no correction), and
     ``window_horizon`` (lag classes) the longest horizon predicted from the
     measured lags instead, chosen on validation (None: every horizon; see
-    :mod:`~keras_mgu.sysid.judging.prediction`).
+    :mod:`~keras_mgu.sysid.judging.prediction`). ``polynomial`` (the
+    polynomial class) is its
+    :class:`~keras_mgu.sysid.models.polynomial.PolynomialNarx`: the terms,
+    coefficients and error reduction ratios.
     """
 
     model: keras.Model
@@ -92,6 +95,7 @@ class RunResult:
     choice_error: np.ndarray | None = None
     noise: NoiseModel | None = None
     window_horizon: int | None = None
+    polynomial: Any = None
 
     @property
     def choice_rmse(self) -> float:

@@ -191,8 +191,12 @@ def test_bad_arguments_say_what_was_expected():
         ArxLoopCell(1, 1, 0, 1)
     with pytest.raises(ValueError, match=r"`kernel` must be a finite array of shape \(3, 1\)"):
         ArxLoopCell(1, 1, 1, 2, kernel=np.zeros((2, 1)))
-    with pytest.raises(ValueError, match="`branch` must be 'mlp' or a recurrent cell"):
+    with pytest.raises(ValueError, match="`branch` must be 'mlp', 'polynomial' or a recurrent"):
         ArxLoopCell(1, 1, 1, 1, branch="rnn")
+    with pytest.raises(ValueError, match=r"`terms` must be index triples in \[0, 2\]"):
+        ArxLoopCell(1, 1, 1, 1, branch="polynomial", terms=[[0, 0, 3]])
+    with pytest.raises(ValueError, match="`output_limits` must be \\(lower, upper\\)"):
+        ArxLoopCell(1, 1, 1, 1, output_limits=([1.0], [0.0]))
     with pytest.raises(ValueError, match=r"`lag` must be at least max\(na, nb - 1\) = 3"):
         lag_simulator(ArxLoopCell(1, 1, 3, 2), 2)
 

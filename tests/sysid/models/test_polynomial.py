@@ -1,0 +1,184 @@
+"""The polynomial NARX class: FROLS against a hand-computed case, the free run against a plain
+loop written from the equation, the fit recovering a known polynomial plant, the guard."""
+
+import math
+
+import numpy as np
+import pytest
+
+from keras_mgu import sysid
+from keras_mgu.datasets import Record, SysIdData
+from keras_mgu.sysid.models.polynomial import (
+    PolynomialNarx,
+    candidate_terms,
+    describe_polynomial,
+    frols,
+    lag_regressors,
+    regressor_names,
+    term_name,
+)
+from keras_mgu.sysid.training.polynomial_run import fit_polynomial, free_run_errors, output_box
+
+numpy_only = pytest.mark.backend_independent
+
+
+@numpy_only
+def test_frols_chooses_by_error_reduction_ratio_as_computed_by_hand():
+    # y = p1 + p2. By hand: y.y = 5; ERR(p1) = 2^2 / (1 * 5) = 0.8, ERR(p2) = 3^2 / (2 * 5) = 0.9,
+    # ERR(p3) = 0, so p2 first (its coefficient alone: y.p2 / p2.p2 = 1.5). Then p1 orthogonal
+    # to p2 is [0.5, -0.5, 0, 0]: ERR = 0.5^2 / (0.5 * 5) = 0.1; together y = 1 p2 + 1 p1 exactly,
+    # and p3 explains nothing more, so it is not chosen.
+    p = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    y = np.array([2.0, 1.0, 0.0, 0.0])
+    chosen, err, coefficients = frols(p, y, max_terms=3)
+    assert chosen.tolist() == [1, 0]
+    np.testing.assert_allclose(err, [0.9, 0.1])
+    np.testing.assert_allclose(coefficients, [[1.5, 0.0], [1.0, 1.0]])
+
+
+@numpy_only
+def test_frols_coefficients_are_least_squares_of_the_terms_chosen(rng):
+    p = rng.standard_normal((200, 12))
+    y = p[:, 3] * 2.0 - p[:, 7] + 0.1 * rng.standard_normal(200)
+    chosen, err, coefficients = frols(p, y, max_terms=5)
+    assert set(chosen[:2].tolist()) == {3, 7}
+    for k in range(1, 6):
+        expected = np.linalg.lstsq(p[:, chosen[:k]], y, rcond=None)[0]
+        np.testing.assert_allclose(coefficients[k - 1, :k], expected, rtol=1e-8, atol=1e-10)
+    # The ratios add up to the share of the energy explained by the five terms.
+    residual = y - p[:, chosen] @ coefficients[-1]
+    assert math.isclose(err.sum(), 1 - residual @ residual / (y @ y), rel_tol=1e-9)
+
+
+@numpy_only
+@pytest.mark.parametrize("width,degree", [(3, 1), (4, 2), (5, 3)])
+def test_every_monomial_up_to_the_degree_is_a_candidate_once(width, degree):
+    terms = candidate_terms(width, degree)
+    assert len(terms) == math.comb(width + degree, degree)
+    assert len({tuple(t) for t in terms}) == len(terms)
+    assert tuple(terms[0]) == (width,) * 3  # the constant first
+
+
+@numpy_only
+def test_the_regressors_are_the_loop_cells_lags_in_its_order():
+    u = np.arange(10.0)[:, None] * np.array([[1.0, 100.0]])
+    y = np.arange(10.0)[:, None] * np.array([[-1.0]])
+    r = lag_regressors(u, y, na=2, nb=3)
+    # row t = 2: [y1, y0, u1 (both channels), u0 (both), u2 (both)]
+    np.testing.assert_array_equal(r[0], [-1.0, 0.0, 1.0, 100.0, 0.0, 0.0, 2.0, 200.0])
+    names = regressor_names(["a", "b"], ["y"], 2, 3)
+    assert names == ["y(k-1)", "y(k-2)", "a(k-1)", "b(k-1)", "a(k-2)", "b(k-2)", "a(k)", "b(k)"]
+    assert term_name((0, 0, 6), names) == "y(k-1)^2 a(k)"
+    assert term_name((8, 8, 8), names) == "1"
+
+
+def _mimo_model(limits=None) -> PolynomialNarx:
+    # Two inputs, two outputs, na = 2, nb = 2: r = [y0(k-1), y1(k-1), y0(k-2), y1(k-2),
+    # u0(k-1), u1(k-1), u0(k), u1(k)], width 8; index 8 is the constant.
+    terms = np.array([[8, 8, 8], [0, 8, 8], [1, 8, 8], [2, 8, 8], [6, 8, 8], [7, 8, 8],
+                      [0, 0, 0], [0, 1, 8], [4, 6, 8], [1, 1, 5]])  # fmt: skip
+    coefficients = np.array([
+        [0.01, -0.02], [1.2, 0.1], [0.05, 0.9], [-0.4, 0.0], [0.3, 0.0], [0.0, 0.2],
+        [-0.08, 0.0], [0.0, 0.05], [0.1, 0.0], [0.0, -0.03],
+    ])  # fmt: skip
+    return PolynomialNarx(2, 2, 3, terms, coefficients, np.zeros_like(coefficients), 2, 2, limits)
+
+
+def _reference_run(model: PolynomialNarx, u: np.ndarray, y0: np.ndarray) -> np.ndarray:
+    """The free run written from the equation, one term at a time (no shared code)."""
+    y = [list(row) for row in y0]
+    for t in range(len(y0), len(u)):
+        r = [y[t - 1][0], y[t - 1][1], y[t - 2][0], y[t - 2][1], *u[t - 1], *u[t], 1.0]
+        out = []
+        for i in range(model.n_outputs):
+            total = 0.0
+            for term, theta in zip(model.terms, model.coefficients[:, i]):
+                total += theta * r[term[0]] * r[term[1]] * r[term[2]]
+            if model.limits is not None:
+                total = min(max(total, model.limits[0][i]), model.limits[1][i])
+            out.append(total)
+        y.append(out)
+    return np.array(y)
+
+
+@pytest.mark.parametrize("limits", [None, (np.array([-0.5, -2.0]), np.array([0.6, 2.0]))])
+def test_the_free_run_matches_a_loop_written_from_the_equation(rng, limits):
+    model = _mimo_model(limits)
+    u = 0.5 * rng.standard_normal((120, 2))
+    y0 = 0.1 * rng.standard_normal((2, 2))
+    expected = _reference_run(model, u, y0)
+    np.testing.assert_allclose(model.simulate_batch(u, y0)[0], expected, rtol=1e-10, atol=1e-12)
+    keras_model = model.keras_model()
+    got = keras_model.predict([u[None, :2], y0[None], u[None, 2:]], verbose=0)[0]
+    np.testing.assert_allclose(got, expected[2:], atol=1e-4)
+    if limits is not None:  # the guard binds somewhere in this run
+        assert np.any(np.isclose(expected, limits[1])) or np.any(np.isclose(expected, limits[0]))
+
+
+def _plant_record(rng, n: int, noise: float = 0.0) -> Record:
+    """``y_k = 1.5 y_{k-1} - 0.7 y_{k-2} + 0.5 u_{k-1} - 0.2 y_{k-1}^3 + 0.1 u_{k-1} y_{k-2}``."""
+    u = rng.uniform(-1.0, 1.0, n)
+    y = np.zeros(n)
+    for k in range(2, n):
+        y[k] = (1.5 * y[k - 1] - 0.7 * y[k - 2] + 0.5 * u[k - 1] - 0.2 * y[k - 1] ** 3
+                + 0.1 * u[k - 1] * y[k - 2])  # fmt: skip
+    return Record(u[:, None], (y + noise * rng.standard_normal(n))[:, None])
+
+
+@numpy_only
+def test_the_fit_finds_a_known_polynomial_plant(rng):
+    record = _plant_record(rng, 1500)
+    est, val = Record(record.u[:1000], record.y[:1000]), Record(record.u[1000:], record.y[1000:])
+    model, table = fit_polynomial(est, val, lags=(2, 3), degrees=(1, 3))
+    assert len(table) == 4 and model.degree == 3
+    names = regressor_names(["u"], ["y"], model.na, model.nb)
+    found = {term_name(t, names): c for t, c in zip(model.terms, model.coefficients[:, 0])}
+    expected = {"y(k-1)": 1.5, "y(k-2)": -0.7, "u(k-1)": 0.5, "y(k-1)^3": -0.2,
+                "y(k-2) u(k-1)": 0.1}  # fmt: skip
+    for name, value in expected.items():
+        assert found[name] == pytest.approx(value, abs=1e-6)
+    assert sum(abs(c) for name, c in found.items() if name not in expected) < 1e-6
+    y_sim = model.simulate_batch(val.u, val.y[: model.lag])[0]
+    np.testing.assert_allclose(y_sim, val.y, atol=1e-6)
+
+
+def test_a_model_that_runs_off_stays_finite_and_is_not_kept(rng):
+    # y_k = 1.2 y_{k-1}^3 + u_k runs off from |y| > 1: the guard clamps it to the box, and the
+    # choice scores it inf (its run leaves the estimation outputs' range by more than half).
+    record = _plant_record(rng, 400)
+    limits = output_box(record.y, 1.0)
+    terms = np.array([[0, 0, 0], [1, 2, 2]])  # r = [y(k-1), u(k)]; index 2 is the constant
+    runaway = PolynomialNarx(1, 1, 3, terms, np.array([[1.2], [1.0]]), np.zeros((2, 1)), 1, 1,
+                             limits)  # fmt: skip
+    start = record.y[:1] + 2.0
+    y = runaway.simulate_batch(record.u, start)[0]
+    assert np.all(np.isfinite(y)) and np.isclose(y.max(), limits[1][0])
+    keras_y = runaway.keras_model().predict(
+        [record.u[None, :1], start[None], record.u[None, 1:]], verbose=0
+    )
+    np.testing.assert_allclose(keras_y[0], y[1:], rtol=1e-5, atol=1e-5)
+    sets = np.stack([runaway.coefficients, 0.5 * runaway.coefficients])
+    total, count = free_run_errors(runaway, sets, record, output_box(record.y, 0.5), None)
+    assert count == 399 and total[0] == np.inf and np.isfinite(total[1])
+
+
+def test_the_class_identifies_saves_and_describes_itself(rng, tmp_path):
+    record = _plant_record(rng, 1600, noise=1e-3)
+    data = SysIdData(
+        Record(record.u[:1000], record.y[:1000]),
+        Record(record.u[1000:1300], record.y[1000:1300]),
+        Record(record.u[1300:], record.y[1300:]),
+    )
+    found = sysid.identify(data, sysid.RecipeConfig(model_classes="polynomial"), restarts=3)
+    assert [run.structure for run in found.runs] == ["polynomial"]  # one run: no seed in its fit
+    test = data.test
+    y_sim = found.simulate(test.u, test.y[:20])
+    assert np.sqrt(np.mean((y_sim[20:] - test.y[20:]) ** 2)) < 0.02 * test.y.std()
+    loaded = sysid.load(found.save(tmp_path / "poly.kmgu"))
+    np.testing.assert_allclose(loaded.simulate(test.u, test.y[:20]), y_sim, atol=1e-5)
+    assert loaded.polynomial_terms() == found.polynomial_terms()
+    text = found.describe()
+    assert "polynomial NARX" in text and "y0(k-1)^3" in text and "ERR" in text
+    rows = found.polynomial_terms()
+    assert rows[0]["term"] == "y0(k-1)" and rows[0]["err"] > 0.5 and rows[0]["run"] == 1
+    assert describe_polynomial(found.runs[0].polynomial, ["u"], ["y"]).count("\n") >= 4
