@@ -138,7 +138,7 @@ def frols(
     norms0 = np.sum(p * p, axis=0)
     norms, projections = norms0.copy(), y @ p  # of each candidate's orthogonal part
     free = norms0 > 0
-    chosen, err, g, basis = [], [], [], []
+    chosen, err, g, basis, qqs = [], [], [], [], []
     alpha = np.zeros((max_terms, p.shape[1]))
     for step in range(max_terms):
         usable = free & (norms > COLLINEAR * norms0)
@@ -148,13 +148,18 @@ def frols(
         m = int(np.argmax(ratio))
         if ratio[m] <= 0:  # nothing left that a candidate explains
             break
-        q = p[:, m] - (np.stack(basis, axis=1) @ alpha[:step, m] if basis else 0.0)
-        qq = float(norms[m])
+        q = p[:, m].copy()
+        if basis:  # Gram-Schmidt twice, so that q stays orthogonal on nearly collinear lags
+            chosen_q = np.stack(basis, axis=1)
+            for _ in range(2):
+                q -= chosen_q @ ((chosen_q.T @ q) / np.array(qqs))
+        qq = float(q @ q)
         chosen.append(m)
-        err.append(float(ratio[m]) / energy)
-        g.append(float(projections[m]) / qq)
+        g.append(float(q @ y) / qq)
+        err.append(g[-1] ** 2 * qq / energy)
         free[m] = False
         basis.append(q)
+        qqs.append(qq)
         alpha[step] = (q @ p) / qq  # w_m's part along q is p_m's: q is orthogonal to the rest
         projections = projections - alpha[step] * (q @ y)
         norms = np.maximum(norms - alpha[step] ** 2 * qq, 0.0)

@@ -136,6 +136,7 @@ def test_model_classes_take_all_or_names_and_refuse_others():
         "narx",
         "loop",
         "linear",
+        "polynomial",
     )
     assert RecipeConfig(model_classes="narx").model_classes == ("narx",)
     assert RecipeConfig().model_classes is None
