@@ -13,7 +13,7 @@ def test_prediction_errs_less_the_nearer_its_measured_samples(short_duffing, nam
     """The first run of each class on a Duffing oscillator, the defaults but short training."""
     plant, result = short_duffing
     data = plant.data
-    if name == "polynomial":  # fitted by least squares: the shared (trained) identification omits it
+    if name == "polynomial":  # fitted by least squares: the shared identification omits it
         result = identify(data, RecipeConfig(model_classes="polynomial"), restarts=1)
     runs = [k for k, run in enumerate(result.runs) if run.structure == name]
     if not runs:  # linear+network is tried only where the linear model explains validation
