@@ -134,6 +134,8 @@ def print_settings(
     if "linear+network" in classes and "linear+network" not in tried:
         several = len(data.estimation.experiments) > 1
         print(f"  linear+network: not tried: {why_no_prior(table, several)}", flush=True)
+    if "polynomial" in classes and "polynomial" not in tried:
+        print(f"  polynomial: not tried: {WHY_NO_POLYNOMIAL}", flush=True)
     for option in options:
         config, linear = option.config, option.path.linear
         if option.linear is not None:
@@ -150,6 +152,14 @@ def print_settings(
             + ("" if config.time_budget is None else f", all runs within {config.time_budget:g} s"),
             flush=True,
         )
+
+
+#: Why the polynomial class is left out of the defaults on an integrating plant.
+WHY_NO_POLYNOMIAL = (
+    "the ARX model integrates (a pole on or outside the unit circle); a polynomial's free run "
+    "of such a plant drifts on a new experiment though it simulates these records well (name "
+    "it in model_classes to try it)"
+)
 
 
 def why_no_prior(table: list[dict], several: bool) -> str:
