@@ -79,6 +79,11 @@ class LinearAlone:
         return sysid.score(record.y, self.simulate(record.u, record.y[:n]), convention, n)
 
 
+def seeds_cell(results: list[dict]) -> str:
+    """The seeds of a row's results, ``-`` for a result without one (a deterministic peer)."""
+    return " ".join("-" if r.get("seed") is None else str(r["seed"]) for r in results)
+
+
 ZOO_COLUMNS = (
     ("within", "test, within range"),
     ("beyond_before", "beyond record, before"),
@@ -144,8 +149,7 @@ def zoo_table(groups, floors: dict[str, dict] | None = None) -> str:
         kinds = ("arx", "reference")
         cells += ["-", "-"] if floor is None else [floor_cell(floor[kind]) for kind in kinds]
         plant = benchmark[len(ZOO_PREFIX) :]
-        seeds = " ".join(str(r["seed"]) for r in results)
-        lines.append(f"| {plant} | {backend} | {seeds} | {' | '.join(cells)} |")
+        lines.append(f"| {plant} | {backend} | {seeds_cell(results)} | {' | '.join(cells)} |")
     return "\n".join(lines)
 
 

@@ -21,9 +21,10 @@ of ``identify`` (all restarts). Where the protocol's ``n`` changed with
 ``nonlinear-benchmarks`` 1.0.1 (``Protocol.previous_n_initial``: Cascaded Tanks
 5, now 50), every run is scored from both samples, and a second table gives
 both medians. Where ``--peers`` (default ``benchmarks/results/peers``) holds
-results of ``benchmarks/peers/`` (deepSI's SUBNET on the same records and
-protocol), each benchmark's rows are followed by the peer's, and the commands
-that made them are printed below the table.
+results of ``benchmarks/peers/`` (deepSI's SUBNET, tsfast's GRU and
+SysIdentPy's polynomial NARX on the same records and protocol), each
+benchmark's rows are followed by the peers', and the commands that made them
+are printed below the table; the zoo table has the peers' zoo rows too.
 
 A zoo plant (``keras_mgu.datasets.zoo_plant``) is named ``zoo:NAME`` beside
 the measured benchmarks: its default length, its data seed fixed (0) while
@@ -387,7 +388,7 @@ def report(out: str, peers: str | None = None, floors: dict[str, dict] | None = 
     """Markdown: one row per benchmark and backend, then the peers' rows of that benchmark.
 
     ``peers`` is a folder of ``benchmarks/peers/`` results
-    (``BENCHMARK/PEER_seedS.json``); ``None`` or a missing folder: no peer rows.
+    (``BENCHMARK/*.json``); ``None`` or a missing folder: no peer rows.
     ``floors``: benchmark -> :func:`floors`, whose ARX test RMSE every row of
     the benchmark shows (a dash where missing).
     """
@@ -425,7 +426,7 @@ def _row(
     tests = [r["test"] for r in results]
     arx = None if floor is None or floor["arx"] is None else floor["arx"]["test"]
     return (
-        f"| {benchmark} | {label} | {' '.join(str(r['seed']) for r in results)} | "
+        f"| {benchmark} | {label} | {suite_zoo.seeds_cell(results)} | "
         f"{' / '.join(f'{v:.3g}' for v in tests)} {unit} | "
         f"{statistics.median(tests):.3g} {unit} | {max(tests):.3g} {unit} | "
         f"{'-' if arx is None else f'{arx:.3g} {unit}'} | "
@@ -435,15 +436,21 @@ def _row(
 
 
 #: Each peer's environment (``benchmarks/peers/README.md``).
-PEER_ENVIRONMENTS = {"subnet": "peers-venv", "tsfast_gru": "peers-tsfast-venv"}
+PEER_ENVIRONMENTS = {
+    "subnet": "peers-venv",
+    "tsfast_gru": "peers-tsfast-venv",
+    "sysidentpy_frols": "../peers-sysidentpy-venv",
+}
 
 
 def peer_label(result: dict) -> str:
     """A peer row's name: the peer, its toolkit's version and, for tsfast, its time cap.
 
     ``"SUBNET (deepSI 0.4.4)"``; ``"tsfast GRU (0.5.0, its 10 epochs)"`` or
-    ``"tsfast GRU (0.5.0, cut at 25 s)"``.
+    ``"tsfast GRU (0.5.0, cut at 25 s)"``; ``"SysIdentPy FROLS (0.9.0)"``.
     """
+    if result["peer"] == "sysidentpy_frols":
+        return f"SysIdentPy FROLS ({result['sysidentpy_version']})"
     if result["peer"] == "tsfast_gru":
         cap = result.get("seconds_cap")
         budget = "its 10 epochs" if cap is None else f"cut at {cap:g} s"
@@ -452,15 +459,18 @@ def peer_label(result: dict) -> str:
 
 
 def load_peer_results(peers: str | None) -> dict[tuple[str, str], list[dict]]:
-    """The peers' per-run files, ``(benchmark, peer_label) -> results by seed``; empty when none."""
+    """The peers' per-run files, ``(benchmark, peer_label) -> results by seed``; empty when none.
+
+    A deterministic peer's result has no seed (``None``).
+    """
     groups: dict[tuple[str, str], list[dict]] = {}
     if not peers:
         return groups
-    for path in sorted(glob.glob(os.path.join(peers, "*", "*_seed*.json"))):
+    for path in sorted(glob.glob(os.path.join(peers, "*", "*.json"))):
         with open(path) as f:
             result = json.load(f)
         groups.setdefault((result["benchmark"], peer_label(result)), []).append(result)
-    return {key: sorted(group, key=lambda r: r["seed"]) for key, group in groups.items()}
+    return {key: sorted(group, key=lambda r: r["seed"] or 0) for key, group in groups.items()}
 
 
 def peer_commands(peers: str | None) -> str:
@@ -472,9 +482,10 @@ def peer_commands(peers: str | None) -> str:
     if not commands:
         return ""
     return (
-        "Peer rows: deepSI's SUBNET and tsfast's GRU on the same records and protocol, each in "
-        "its own environment (`benchmarks/peers/README.md`); a row's time is its training (and "
-        "SUBNET's test simulation):\n\n```bash\n" + "\n".join(commands) + "\n```"
+        "Peer rows: deepSI's SUBNET, tsfast's GRU and SysIdentPy's FROLS on the same records and "
+        "protocol, each in its own environment (`benchmarks/peers/README.md`); a row's time is its "
+        "training (and SUBNET's test simulation; SysIdentPy's: its whole choice of degree and "
+        "lags):\n\n```bash\n" + "\n".join(commands) + "\n```"
     )
 
 
@@ -555,9 +566,15 @@ def runs_table(out: str) -> str:
     return "\n".join(lines)
 
 
-def zoo_table(out: str, floors: dict[str, dict] | None = None) -> str:
-    """Markdown: the zoo plants of folder ``out`` and their floors (``suite_zoo.zoo_table``)."""
-    return suite_zoo.zoo_table(_groups(out), floors)
+def zoo_table(out: str, floors: dict[str, dict] | None = None, peers: str | None = None) -> str:
+    """Markdown: the zoo plants of folder ``out`` and their floors (``suite_zoo.zoo_table``).
+
+    Each plant's rows are followed by the peers' zoo results (folder ``peers``), a row per peer.
+    """
+    peer_rows = [(b, label, results) for (b, label), results in load_peer_results(peers).items()]
+    peer_rows.sort(key=lambda row: row[:2])
+    rows = sorted([*_groups(out), *peer_rows], key=lambda row: row[0])  # stable: the suite's first
+    return suite_zoo.zoo_table(rows, floors)
 
 
 def zoo_runs_table(out: str) -> str:
@@ -696,10 +713,11 @@ def main(argv: list[str] | None = None) -> int:
               + previous_n_table(args.out) + "\n\nSelection rules on the same runs:\n\n"
               + rules_table(args.out) + "\n\nEvery run:\n\n" + runs_table(args.out))  # fmt: skip
         commands = zoo_commands(args.out)
-        if commands:
+        if commands or any(is_zoo(name) for name, _ in load_peer_results(args.peers)):
             title = f"Zoo plants (output's unit, from sample {ZOO_N_INITIAL})"
-            table = zoo_table(args.out, floors_found)
+            table = zoo_table(args.out, floors_found, args.peers)
             print(f"\n{title}:\n\n{table}\n\n" + "\n".join(commands))
+        if commands:
             runs = "Every run of the zoo plants (structure, seed, within / beyond after)"
             print(f"\n{runs}:\n\n{zoo_runs_table(args.out)}")
     elif args.floors:

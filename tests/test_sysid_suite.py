@@ -176,6 +176,31 @@ def test_tsfast_rows_are_labelled_by_version_and_time_cap(tmp_path):
 
 
 @BACKEND_INDEPENDENT
+def test_sysidentpy_rows_have_no_seed_and_join_the_zoo_table(tmp_path):
+    suite, out, peers = load_suite(), tmp_path / "suite", tmp_path / "peers"
+    write_zoo_result(out, "duffing", 0, 0.1, 0.12, 0.4, runs=({}, {"validation_rmse": 0.3}))
+    zoo = {"within": 0.01, "beyond_before": 0.02, "beyond_after": 0.5, "ratio": 50.0}
+    for benchmark, unit, test, scores in (("cascaded_tanks", "V", 0.9, None),
+                                          ("zoo:duffing", "", 0.01, zoo)):  # fmt: skip
+        command = f"python benchmarks/peers/sysidentpy_narx.py --records {benchmark}"
+        result = {"benchmark": benchmark, "peer": "sysidentpy_frols", "seed": None, "unit": unit,
+                  "test": test, "validation_rmse": 0.2, "seconds": 30.0, "zoo": scores,
+                  "sysidentpy_version": "0.9.0", "command": command}  # fmt: skip
+        folder = peers / benchmark.replace(":", "_")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "sysidentpy_frols.json").write_text(json.dumps(result))
+    row = "| cascaded_tanks | SysIdentPy FROLS (0.9.0) | - | 0.9 V | 0.9 V | 0.9 V | - | - |"
+    assert row + " 0.200 | 30 s |" in suite.report(str(out), str(peers)).splitlines()
+    lines = suite.zoo_table(str(out), None, str(peers)).splitlines()
+    assert [line.split(" | ")[:3] for line in lines[2:]] == [
+        ["| duffing", "jax", "0"], ["| duffing", "SysIdentPy FROLS (0.9.0)", "-"]
+    ]  # fmt: skip
+    assert lines[3].endswith("| 0.5 (median 0.5) | 50 (median 50) | - | - |")
+    environment = "PYTHONPATH=$PWD ../peers-sysidentpy-venv/bin/"
+    assert environment + command in suite.peer_commands(str(peers))
+
+
+@BACKEND_INDEPENDENT
 def test_zoo_table_gives_each_seed_and_the_medians(tmp_path):
     suite = load_suite()
     write_result(tmp_path, 0)  # a measured benchmark: not in the zoo table
