@@ -11,29 +11,21 @@ the routes whose file would not behave like the Keras model.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import warnings
 from typing import Any
 
 import keras
 
 from keras_mgu import native
+from keras_mgu._onnx_extras import ONNX_EXTRAS as ONNX_EXTRAS  # the tables, named here too
+from keras_mgu._onnx_extras import ONNX_PACKAGES as ONNX_PACKAGES
+from keras_mgu._onnx_extras import install_command, missing_onnx_packages
 from keras_mgu.layer import MGU
 
 #: NumPy 2's warning for ``np.object``, which Keras's ONNX route probes (see :func:`export`).
 _NP_OBJECT_WARNING = r"In the future `np\.object` will be defined"
 #: Formats whose file has no variables to update between calls.
 _FROZEN_STATE_FORMATS = ("onnx", "litert")
-
-#: The Python packages Keras's ONNX route needs, per backend.
-ONNX_PACKAGES = {
-    "tensorflow": ("onnx", "tf2onnx"),
-    "jax": ("onnx", "jax2onnx"),
-    "torch": ("onnx", "onnxscript"),
-}
-#: The extra that installs a backend's ONNX route (with onnxruntime), per backend.
-ONNX_EXTRAS = {backend: f"export-{backend}" for backend in ONNX_PACKAGES}
 
 
 def mgu_layers(model: keras.Model) -> list[MGU]:
@@ -70,19 +62,12 @@ def check_exportable(model: keras.Model, format: str = "tf_saved_model") -> None
         )
     if format == "onnx":
         backend = keras.backend.backend()
-        missing = [
-            name
-            for name in ONNX_PACKAGES.get(backend, ())
-            if importlib.util.find_spec(name) is None
-        ]
+        missing = missing_onnx_packages(backend)
         if missing:
-            extra = ONNX_EXTRAS.get(backend, "export")
-            note = ""
-            if "jax2onnx" in missing and sys.version_info < (3, 11):
-                note = " (jax2onnx needs Python 3.11 or newer)"
+            command, note = install_command(backend, missing)
             raise ImportError(
                 f"ONNX export on the {backend} backend needs {missing}; install them with "
-                f'`pip install "keras-mgu[{extra}]"`{note}.'
+                f"`{command}`{note}."
             )
 
 

@@ -870,6 +870,41 @@ def test_export_writes_an_onnx_simulator(model_file, tmp_path, capsys):
 
 
 @BACKEND_INDEPENDENT
+@pytest.mark.parametrize("backend", sorted(ONNX_PACKAGES))
+@pytest.mark.parametrize("chosen_by", ["--backend", "KERAS_BACKEND"])
+def test_export_without_the_exporter_names_its_extra_before_any_work(
+    backend, chosen_by, tmp_path, capsys, monkeypatch
+):
+    """The backend's converter not installed: one line naming the backend's extra, at once."""
+    from keras_mgu.cli import export_command
+
+    converter = ONNX_PACKAGES[backend][1]
+    real = importlib.util.find_spec
+    absent = lambda name, *args: None if name == converter else real(name, *args)  # noqa: E731
+    monkeypatch.setattr(importlib.util, "find_spec", absent)
+
+    def no_work(*args):
+        raise AssertionError("the model was read or the backend loaded before the check")
+
+    monkeypatch.setattr(export_command, "read_model_info", no_work)
+    monkeypatch.setattr(keras_mgu.cli, "_prepare_backend", no_work)
+    model = tmp_path / "mgu.kmgu"
+    model.write_text("never read\n")
+    argv = ["export", "--model", str(model), "--out", str(tmp_path / "mgu.onnx")]
+    if chosen_by == "--backend":
+        argv += ["--backend", backend]
+    else:
+        monkeypatch.setenv("KERAS_BACKEND", backend)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        f"keras-mgu export: error: ONNX export on the {backend} backend needs {converter} "
+        f'(not installed); install it with: pip install "keras-mgu[export-{backend}]"'
+    ), err
+    assert not (tmp_path / "mgu.onnx").exists()
+
+
+@BACKEND_INDEPENDENT
 @pytest.mark.skipif(
     not all(importlib.util.find_spec(m) for m in ("jax", "jax2onnx", "tensorflow", "onnx")),
     reason="needs JAX, jax2onnx and TensorFlow (whose start-up lines are the subject)",

@@ -202,9 +202,9 @@ def test_missing_onnx_converter_names_the_backends_extra(backend, python, monkey
     converter = mgu_export.ONNX_PACKAGES[backend][1]
     real = importlib.util.find_spec
     absent = lambda name, *args: None if name == converter else real(name, *args)  # noqa: E731
-    monkeypatch.setattr(mgu_export.importlib.util, "find_spec", absent)
+    monkeypatch.setattr(importlib.util, "find_spec", absent)
     monkeypatch.setattr(mgu_export.keras.backend, "backend", lambda: backend)
-    monkeypatch.setattr(mgu_export.sys, "version_info", python)
+    monkeypatch.setattr(sys, "version_info", python)
     with pytest.raises(ImportError) as raised:
         mgu_export.check_exportable(model, "onnx")
     message = str(raised.value)

@@ -156,6 +156,18 @@ def test_each_backend_has_its_own_export_extra():
     assert extras["export"] == [f"keras-mgu[{','.join(ONNX_EXTRAS.values())}]"]
 
 
+@BACKEND_INDEPENDENT
+def test_readme_jax_and_pytorch_installs_carry_their_export_extra():
+    """The JAX and PyTorch install lines also install that backend's ONNX exporter."""
+    from keras_mgu.export import ONNX_EXTRAS
+
+    section = read("README.md").split("## On JAX or PyTorch", 1)[1].split("\n## ", 1)[0]
+    for backend in ("jax", "torch"):
+        [line] = [line for line in section.splitlines() if f"KERAS_BACKEND={backend}" in line]
+        extras = re.search(r'pip install -e "\.\[([^\]]+)\]"', line).group(1).split(",")
+        assert backend in extras and ONNX_EXTRAS[backend] in extras, line
+
+
 #: The modules that may import TensorFlow when they are loaded: the TensorFlow backend's own.
 TENSORFLOW_MODULES = {
     "keras_mgu/kernels/tensorflow.py",

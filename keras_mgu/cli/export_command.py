@@ -20,12 +20,12 @@ from __future__ import annotations
 import argparse
 import os
 
-from keras_mgu.cli.backends import BACKENDS
-from keras_mgu.cli.errors import UsageError
+from keras_mgu.cli.backends import BACKENDS, configured_backend
+from keras_mgu.cli.errors import MissingExtra, UsageError
 from keras_mgu.cli.model_file import read_model_info
 from keras_mgu.cli.simulate import load_model
 
-__all__ = ["add_arguments", "check_arguments", "read_inputs", "run_command"]
+__all__ = ["add_arguments", "check_arguments", "check_exporter", "read_inputs", "run_command"]
 
 HELP = "write a saved model (.kmgu) as a standalone ONNX simulator"
 DESCRIPTION = (
@@ -52,9 +52,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    """The model file must exist (:class:`UsageError` otherwise)."""
+    """The format's exporter installed (:func:`check_exporter`), the model file there.
+
+    :class:`MissingExtra`, :class:`UsageError` otherwise; before any other work.
+    """
+    check_exporter(args)
     if not os.path.isfile(args.model):
         raise UsageError(f"--model: no such file: {args.model!r}")
+
+
+def check_exporter(args: argparse.Namespace) -> None:
+    """Refuse at once (:class:`MissingExtra`, one line) where the backend's exporter is missing.
+
+    The backend is ``--backend``, else the one Keras would load
+    (:func:`~keras_mgu.cli.backends.configured_backend`); its ONNX route's
+    packages are looked up without importing them, and the message names
+    the extra that installs them (``pip install "keras-mgu[export-jax]"``).
+    """
+    from keras_mgu._onnx_extras import install_command, missing_onnx_packages
+
+    if args.format != "onnx":
+        return
+    backend = args.backend or configured_backend()
+    missing = missing_onnx_packages(backend)
+    if missing:
+        command, note = install_command(backend, missing)
+        them = "it" if len(missing) == 1 else "them"
+        raise MissingExtra(
+            f"ONNX export on the {backend} backend needs {', '.join(missing)} (not installed); "
+            f"install {them} with: {command}{note}"
+        )
 
 
 def read_inputs(args: argparse.Namespace) -> None:
