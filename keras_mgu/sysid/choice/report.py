@@ -40,8 +40,10 @@ def run_line(run: RunResult, name: str, kind: str, done: int) -> str:
     if run.polynomial is not None:
         p = run.polynomial
         return (
-            f"{label} ({name}, least squares): {scores}, {len(p.terms)} terms of degree "
-            f"<= {p.degree}, lags na={p.na} nb={p.nb}, {run.seconds:.0f} s"
+            f"{label} ({name}, seed {run.seed}, least squares, then learning rate "
+            f"{run.config.learning_rate:g}): {scores}, {len(p.terms)} terms of degree <= "
+            f"{p.degree}, lags na={p.na} nb={p.nb}, best at iteration {run.best_iteration} "
+            f"(0: the least-squares fit), {run.seconds:.0f} s"
         )
     return (
         f"{label} ({name}, seed {run.seed}, learning rate {run.config.learning_rate:g}): "
@@ -181,8 +183,10 @@ def _print_lag_settings(option: Structure) -> None:
     config, (na, nb) = option.config, option.linear.orders
     if option.name == "polynomial":
         print(
-            "  polynomial: monomials of the lagged outputs and inputs chosen by FROLS, lags "
-            "and degree on the free run (least squares, no training)",
+            "  polynomial: monomials of the lagged outputs and inputs chosen by FROLS, lags, "
+            "degree and terms on the free run, least squares; then its coefficients refined on "
+            f"windows {config.window} x batch {config.batch_size}, {config.iterations} "
+            f"iterations, learning rate {config.learning_rate:g}, where validation measures better",
             flush=True,
         )
         return

@@ -101,12 +101,7 @@ class Restarts:
         return winner, []
 
     def more_runs(self, winner: Structure, seed: int) -> list[RunResult]:
-        """The winning class's remaining restarts (seeds ``seed + 1000 k``).
-
-        None for the polynomial class, whose fit does not depend on the seed.
-        """
-        if winner.name == "polynomial":
-            return []
+        """The winning class's remaining restarts (seeds ``seed + 1000 k``)."""
         return self.train([(winner, seed + 1000 * k) for k in range(1, self.restarts)])
 
     def chosen(

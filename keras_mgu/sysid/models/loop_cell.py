@@ -15,9 +15,13 @@ and the branch ``g_t`` is one of:
 * a recurrent cell (the loop model): ``h_t = cell(r_t, h_{t-1})``,
   ``g_t = h_t P``, ``P = 0`` at the start; the cell's state rides beside
   ``z`` (``states = [z, *h]``);
-* ``"polynomial"`` (the polynomial NARX): ``g_t = m(r_t) P``, ``m`` the
-  monomials named by ``terms`` (each a product of up to three regressors,
-  :mod:`~keras_mgu.sysid.models.polynomial`), ``P = 0`` at the start.
+* ``"polynomial"`` (the polynomial NARX): ``g_t = m(r_t) (P * M)``, ``m``
+  the monomials named by ``terms`` (each a product of up to three
+  regressors, the constant and linear ones included,
+  :mod:`~keras_mgu.sysid.models.polynomial`), ``M`` the fixed 0/1 mask of
+  which term is whose output (``term_outputs``), ``P = 0`` at the start; ``W``
+  and ``c`` are not trained with this branch, so training moves only the
+  chosen terms' coefficients.
 
 ``output_limits`` (optional, per output) clamp ``y_t`` to a box, so that a
 model that runs off its range stays finite (a guard, not a model of the
@@ -195,6 +199,8 @@ class ArxLoopCell(FusedCell):
         terms: The ``"polynomial"`` branch's monomials, ``(n_terms, 3)``
             indices into ``[r_t, 1]`` (index ``nz + n_inputs`` is the
             constant one): term ``k`` is ``r[i] r[j] r[l]``.
+        term_outputs: ``(n_terms, n_outputs)`` 0/1: which output each term
+            is one of (default: every output).
         output_limits: ``None``, or ``(lower, upper)``, each ``(n_outputs,)``
             with ``upper > lower``: ``y_t`` is clamped to them.
 
@@ -218,6 +224,7 @@ class ArxLoopCell(FusedCell):
         anchor: Any = None,
         terms: Any = None,
         output_limits: Any = None,
+        term_outputs: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -247,6 +254,13 @@ class ArxLoopCell(FusedCell):
             )
         self.branch = branch
         self.terms = self._terms(terms) if branch == "polynomial" else None
+        self.term_outputs = None
+        if self.terms is not None:
+            shape = (len(self.terms), self.n_outputs)
+            mask = np.ones(shape) if term_outputs is None else np.asarray(term_outputs, float)
+            if mask.shape != shape or not np.all((mask == 0) | (mask == 1)):
+                raise ValueError(f"`term_outputs` must be 0/1 of shape {shape}; got {mask.shape}.")
+            self.term_outputs = mask
         self.output_limits = self._limits(output_limits)
         self.branch_sizes = [] if isinstance(branch, str) else _sizes(branch.state_size)
         self.state_size = [self.nz, *self.branch_sizes]
@@ -310,12 +324,13 @@ class ArxLoopCell(FusedCell):
 
     def build(self, input_shape: tuple) -> None:
         width = self.nz + self.n_inputs
+        linear_trained = self.branch != "polynomial"  # its terms hold the linear part
         self.kernel = self.add_weight(
-            shape=(width, self.n_outputs), name="arx_kernel",
+            shape=(width, self.n_outputs), name="arx_kernel", trainable=linear_trained,
             initializer=keras.initializers.Constant(self.initial_kernel),
         )  # fmt: skip
         self.bias = self.add_weight(
-            shape=(self.n_outputs,), name="arx_bias",
+            shape=(self.n_outputs,), name="arx_bias", trainable=linear_trained,
             initializer=keras.initializers.Constant(self.initial_bias),
         )  # fmt: skip
         if self.bounds is not None:
@@ -337,6 +352,10 @@ class ArxLoopCell(FusedCell):
         self.layers_weights = []
         if self.branch == "polynomial":
             width = len(self.terms)
+            self.term_mask = self.add_weight(
+                shape=self.term_outputs.shape, name="term_outputs", trainable=False,
+                initializer=keras.initializers.Constant(self.term_outputs),
+            )  # fmt: skip
         elif self.branch == "mlp":
             for k, units in enumerate(self.hidden):
                 self.layers_weights.append(
@@ -374,7 +393,8 @@ class ArxLoopCell(FusedCell):
             g, new_h = self.branch(inside, h)
             new_h = list(new_h) if isinstance(new_h, (list, tuple)) else [new_h]
         if g is not None:
-            y = y + ops.matmul(g, self.out_kernel)
+            out = self.out_kernel if self.term_outputs is None else self.out_kernel * self.term_mask
+            y = y + ops.matmul(g, out)
         if self.bounds is not None:
             y = self._faded(r, inside, y)
         if self.output_limits is not None:
@@ -436,6 +456,7 @@ class ArxLoopCell(FusedCell):
             "fade": self.fade,
             "anchor": [a.tolist() for a in self.anchor],
             "terms": None if self.terms is None else self.terms.tolist(),
+            "term_outputs": None if self.term_outputs is None else self.term_outputs.tolist(),
             "output_limits": (
                 None if self.output_limits is None else [b.tolist() for b in self.output_limits]
             ),

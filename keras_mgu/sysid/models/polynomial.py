@@ -24,9 +24,8 @@ free run of the validation record.
 runs models free in NumPy (the selection's reference), and
 :meth:`PolynomialNarx.keras_model` builds the same model as an
 :class:`~keras_mgu.sysid.models.loop_cell.ArxLoopCell` with the
-``"polynomial"`` branch (constant in ``c``, linear terms in ``W``, the others
-in the branch), which the library simulates, predicts, saves and exports as
-it does every lag class.
+``"polynomial"`` branch (every term in the branch), which the library
+simulates, predicts, saves and exports as it does every lag class.
 """
 
 from __future__ import annotations
@@ -68,11 +67,6 @@ def candidate_terms(width: int, degree: int) -> np.ndarray:
     ]
     terms.sort(key=lambda t: (sum(i < width for i in t), t))
     return np.array(terms, dtype=np.int64).reshape(-1, 3)
-
-
-def term_degrees(terms: np.ndarray, width: int) -> np.ndarray:
-    """Each term's degree ``(M,)``: how many of its indices name a regressor."""
-    return np.sum(np.asarray(terms) < width, axis=1)
 
 
 def term_values(regressors: np.ndarray, terms: np.ndarray) -> np.ndarray:
@@ -243,23 +237,33 @@ class PolynomialNarx:
         return y
 
     def keras_model(self, name: str = "polynomial") -> Any:
-        """The model as a lag simulator ``[u_past, y_past, u] -> y`` (module docstring)."""
+        """The model as a lag simulator ``[u_past, y_past, u] -> y`` (module docstring).
+
+        Every term (the constant and linear ones too) is in the cell's
+        ``"polynomial"`` branch, masked per output, and ``W``, ``c`` are zero
+        and not trained: training moves the chosen terms' coefficients only.
+        """
         from keras_mgu.sysid.models.lag_model import lag_simulator
         from keras_mgu.sysid.models.loop_cell import ArxLoopCell
 
-        degrees = term_degrees(self.terms, self.width)
-        kernel = np.zeros((self.width, self.n_outputs))
-        for k in np.flatnonzero(degrees == 1):
-            kernel[int(np.min(self.terms[k]))] += self.coefficients[k]
-        bias = self.coefficients[degrees == 0].sum(axis=0)
-        branch = degrees >= 2
         cell = ArxLoopCell(
-            self.n_inputs, self.n_outputs, self.na, self.nb, kernel, bias, "polynomial",
-            (), terms=self.terms[branch], output_limits=self.limits,
+            self.n_inputs, self.n_outputs, self.na, self.nb, None, None, "polynomial", (),
+            terms=self.terms, output_limits=self.limits, term_outputs=self._mask(),
         )  # fmt: skip
         model = lag_simulator(cell, self.lag, name=name)
-        cell.out_kernel.assign(self.coefficients[branch].astype("float32"))
+        cell.out_kernel.assign(self.coefficients.astype("float32"))
         return model
+
+    def with_keras_coefficients(self, model: Any) -> PolynomialNarx:
+        """This model with the coefficients of :meth:`keras_model`'s ``model`` (after training)."""
+        import keras
+
+        cell = model.get_layer("loop").cell
+        values = keras.ops.convert_to_numpy(cell.out_kernel).astype(np.float64)
+        return dataclasses.replace(self, coefficients=values * self._mask())
+
+    def _mask(self) -> np.ndarray:
+        return (self.coefficients != 0) | (self.err != 0)
 
     def to_config(self) -> dict:
         """A JSON-ready dict of every field (:meth:`from_config` reads it back)."""

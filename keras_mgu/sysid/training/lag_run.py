@@ -76,6 +76,7 @@ from keras_mgu.sysid.models.loop_cell import regressor_bounds
 from keras_mgu.sysid.models.narx import build_narx
 from keras_mgu.sysid.models.output_error import build_output_error
 from keras_mgu.sysid.training.polynomial_run import LAGS as POLYNOMIAL_LAGS
+from keras_mgu.sysid.training.polynomial_run import LEARNING_RATE as POLYNOMIAL_RATE
 from keras_mgu.sysid.training.polynomial_run import train_polynomial_run
 from keras_mgu.sysid.training.run import RunResult
 from keras_mgu.sysid.training.trainer import fit_windows
@@ -186,7 +187,7 @@ def lag_config(
         initial_state="encoder",
         n_initial=na,
         iterations=iterations,
-        learning_rate=LEARNING_RATE,
+        learning_rate=POLYNOMIAL_RATE if name == "polynomial" else LEARNING_RATE,
         weight_decay=0.0,
         window=window,
         batch_size=BATCH,
@@ -214,7 +215,7 @@ def train_lag_run(
     (:mod:`~keras_mgu.sysid.training.polynomial_run`).
     """
     if name == "polynomial":
-        return train_polynomial_run(estimation, validation, config, seed)
+        return train_polynomial_run(estimation, validation, config, seed, verbose)
     bounds = regressor_bounds(
         (estimation.u.min(0), estimation.u.max(0)), (estimation.y.min(0), estimation.y.max(0)),
         *linear.orders,
