@@ -32,6 +32,7 @@ not change.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 
 import numpy as np
@@ -183,6 +184,25 @@ def _nested(model: PolynomialNarx, sets: np.ndarray, k: int) -> PolynomialNarx:
     )
 
 
+#: The least-squares fits of this process by their records' digest (a restart refits nothing).
+_FITS: dict[str, PolynomialNarx] = {}
+
+
+def _fitted(estimation: Record, validation: Record) -> PolynomialNarx:
+    """:func:`fit_polynomial`'s model, computed once per pair of records in a process."""
+    digest = hashlib.sha256()
+    for record in (estimation, validation):
+        for array in (record.u, record.y, np.asarray(record.experiments)):
+            digest.update(np.ascontiguousarray(array, dtype=np.float64).tobytes())
+            digest.update(str(array.shape).encode())
+    key = digest.hexdigest()
+    if key not in _FITS:
+        if len(_FITS) >= 8:
+            _FITS.pop(next(iter(_FITS)))
+        _FITS[key] = fit_polynomial(estimation, validation)[0]
+    return _FITS[key]
+
+
 def train_polynomial_run(
     estimation: Record, validation: Record, config: RecipeConfig, seed: int, verbose: int = 0
 ) -> RunResult:
@@ -198,7 +218,7 @@ def train_polynomial_run(
     from keras_mgu.sysid.training.lag_run import WindowSchedule, train_lag_model
 
     start = time.perf_counter()
-    fitted, _ = fit_polynomial(estimation, validation)
+    fitted = _fitted(estimation, validation)
     model = fitted.keras_model()
     schedule = WindowSchedule(
         config.window, config.iterations, 0, config.learning_rate, config.decay_points,
