@@ -6,11 +6,15 @@ models with MGU layers on the fused path: while a graph is traced for export
 the fused kernels present a plain time loop that converters can read (see
 ``docs/deployment.md``). :func:`export` is ``model.export`` preceded by
 :func:`check_exportable`, which refuses, with an error that says what to do,
-the routes whose file would not behave like the Keras model.
+the routes whose file would not behave like the Keras model. An ONNX file
+is written without the initializers no node reads
+(:func:`prune_unused_initializers`), which onnxruntime would report one line
+each as it opens the file.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any
 
@@ -83,4 +87,62 @@ def export(model: keras.Model, filepath: Any, format: str = "tf_saved_model", **
         # Keras's tf2onnx route asks ``hasattr(np, "object")``, which NumPy 2 answers with
         # a FutureWarning about the attribute's future meaning; nothing here uses it.
         warnings.filterwarnings("ignore", message=_NP_OBJECT_WARNING, category=FutureWarning)
-        return model.export(filepath, format=format, **kwargs)
+        exported = model.export(filepath, format=format, **kwargs)
+    if format == "onnx":
+        prune_unused_initializers(filepath)
+    return exported
+
+
+def prune_unused_initializers(filepath: Any) -> int:
+    """Remove the initializers that no node reads from the ONNX file ``filepath``, in place.
+
+    Converters leave constants behind (jax2onnx in the bodies of its loops),
+    and onnxruntime prints a warning for each as it opens the file
+    ("Removing initializer ... It is not used by any node"). An initializer
+    is kept when a node of its graph, or of a graph nested in one of its
+    nodes (a ``Loop`` or ``If`` body), reads it, or when it is an input or
+    output of its graph. Tensors stored beside the file stay where they are.
+    Returns the number removed (the file is rewritten only when it is not 0).
+    """
+    import onnx
+
+    path = os.fspath(filepath)
+    proto = onnx.load(path, load_external_data=False)
+    removed = _prune_initializers(proto.graph)
+    if removed:
+        onnx.save(proto, path)
+    return removed
+
+
+def _prune_initializers(graph: Any) -> int:
+    """Drop ``graph``'s and its subgraphs' initializers that nothing reads; how many."""
+    read = _read_names(graph) | {value.name for value in graph.input}
+    kept = [tensor for tensor in graph.initializer if tensor.name in read]
+    removed = len(graph.initializer) - len(kept)
+    if removed:
+        del graph.initializer[:]
+        graph.initializer.extend(kept)
+    for node in graph.node:
+        for sub in _subgraphs(node):
+            removed += _prune_initializers(sub)
+    return removed
+
+
+def _read_names(graph: Any) -> set[str]:
+    """The values the nodes of ``graph`` and of its subgraphs read, and its outputs."""
+    names = {value.name for value in graph.output}
+    for node in graph.node:
+        names.update(node.input)
+        for sub in _subgraphs(node):
+            names |= _read_names(sub)
+    return names
+
+
+def _subgraphs(node: Any) -> list:
+    """The graphs in ``node``'s attributes (the bodies of ``Loop``, ``If``, ``Scan``)."""
+    graphs = []
+    for attribute in node.attribute:
+        if attribute.HasField("g"):
+            graphs.append(attribute.g)
+        graphs.extend(attribute.graphs)
+    return graphs

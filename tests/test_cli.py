@@ -853,7 +853,10 @@ def test_data_errors_come_before_the_backend_loads(tmp_path, capsys, monkeypatch
 
 @pytest.mark.skipif(not HAS_ONNX_EXPORT, reason="the `export` extra is not installed")
 def test_export_writes_an_onnx_simulator(model_file, tmp_path, capsys):
+    import onnx
     import onnxruntime
+
+    from tests.test_onnx_initializers import unused_initializers
 
     path, found, data = model_file
     out = str(tmp_path / "mgu.onnx")
@@ -862,6 +865,7 @@ def test_export_writes_an_onnx_simulator(model_file, tmp_path, capsys):
     assert "inputs: u (batch, N, 1) (physical units: u)" in printed
     assert "output: y (batch, N, 1) (physical units: y)" in printed  # named after the channel
     assert printed.strip().splitlines()[-1] == f"onnx: {out}"
+    assert unused_initializers(onnx.load(out).graph) == []  # onnxruntime warns of each
     session = onnxruntime.InferenceSession(out, providers=["CPUExecutionProvider"])
     assert [o.name for o in session.get_outputs()] == ["y"]
     (y,) = session.run(None, {"u": data.test.u[None].astype("float32")})
