@@ -737,6 +737,41 @@ def test_simulate_writes_the_simulation_and_prints_the_scores(model_file, tmp_pa
     assert exit_status([*argv, "--band", "1.5"]) == 2
 
 
+def test_simulate_names_the_model_as_identify_does(model_file, tmp_path, capsys):
+    path, found, data = model_file
+    csv = write_csv(tmp_path / "test.csv", data.test)
+    assert main(["simulate", "--model", path, "--data", csv, "--out", str(tmp_path / "s.csv")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    label = keras_mgu.cli.report.model_label(found)  # identify's: "linear+network (MGU 4)"
+    assert first.startswith(f"model: {path} ({label}, learned state, run "), first
+
+
+@BACKEND_INDEPENDENT
+@pytest.mark.parametrize(
+    "structure, units, cell, label",
+    [
+        ("linear+network", (32,), "mgu", "linear+network (MGU 32)"),
+        ("narx", (64, 64), "mlp", "narx (MLP 64-64)"),
+        ("linear", (), "mgu", "linear (ARX)"),
+        ("polynomial", (), "mgu", "polynomial"),
+    ],
+)
+def test_simulate_describes_the_chosen_class_not_the_settings_asked_for(
+    structure, units, cell, label
+):
+    from types import SimpleNamespace
+
+    from keras_mgu.cli import simulate
+
+    chosen = SimpleNamespace(units=units, cell=cell, initial_state="learned")
+    found = SimpleNamespace(
+        config=SimpleNamespace(units=(32,), cell="mgu", initial_state="learned"),  # as asked
+        runs=[SimpleNamespace(structure=structure, config=chosen)], best=0, members=(0, 0),
+    )  # fmt: skip
+    assert keras_mgu.cli.report.model_label(found) == label
+    assert simulate._describe(found) == f"{label}, learned state, run 1 alone"
+
+
 def test_simulate_without_outputs_runs_from_the_learned_state(model_file, tmp_path, capsys):
     path, found, data = model_file
     csv = write_csv(tmp_path / "inputs.csv", data.test, outputs=False)

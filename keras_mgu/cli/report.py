@@ -160,11 +160,14 @@ def _residual_source(n: int) -> str:
 
 
 def model_label(found: Any) -> str:
-    """The model made, by its class and cell: ``"narx (MLP 64-64)"``, ``"network (MGU 32)"``."""
+    """The model made, by its class and cell: ``"narx (MLP 64-64)"``, ``"network (MGU 32)"``.
+
+    The classes without a network: ``"linear (ARX)"``, ``"polynomial"``.
+    """
     run = found.runs[found.best]
     units = "-".join(str(n) for n in run.config.units or ())
-    if not units:  # the linear class: the ARX model alone
-        return f"{run.structure} (ARX)"
+    if not units:  # the linear class (the ARX model alone) or the polynomial NARX
+        return f"{run.structure} (ARX)" if run.structure == "linear" else run.structure
     cell = run.config.cell.rpartition(":")[2].upper()
     return f"{run.structure} ({cell} {units})"
 

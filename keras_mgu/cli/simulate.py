@@ -357,11 +357,14 @@ def _write(path: str, columns: list[str], sims: list[Any]) -> None:
 
 
 def _describe(found: Any) -> str:
+    """The model as ``identify`` names it (:func:`~keras_mgu.cli.report.model_label`), its
+    state and the runs it averages: ``linear+network (MGU 32), learned state, run 1 alone``."""
+    from keras_mgu.cli.report import model_label
     from keras_mgu.sysid.choice.selection import describe_members
 
-    config = found.config
+    state = found.runs[found.best].config.initial_state
     runs = describe_members(found.members or (found.best,))
-    return f"{config.cell.upper()} {list(config.units)}, {config.initial_state} state, {runs}"
+    return f"{model_label(found)}, {state} state, {runs}"
 
 
 def run_command(args: argparse.Namespace) -> int:
