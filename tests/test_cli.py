@@ -174,37 +174,42 @@ def test_selection_option_averages_runs_chosen_on_validation(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "argv, message",
-    [
-        (["--dataset", "wh2009"], "--dataset wh2009 needs --data-path"),
-        (["--dataset", "emps", "--data-path", "/no/such/folder"], "no such file or folder"),
-        (["--train-csv", "est.csv"], "--train and --test go together"),
-        (["--train", "a.csv", "b.csv"], "--train and --test go together"),
-        (["--val", "v.csv"], "--val and --columns go with --train and --test"),
-        (["--train", "/no/a.csv", "--test", "/no/t.csv"], "--train: no such file"),
-        (["--val-fraction", "1"], "argument --val-fraction: expected a number between 0 and 1"),
-        (["--train-csv", "/no/such.csv", "--test-csv", "/no/t.csv"], "no such file"),
-        (["--data-path", "."], "--data-path goes with --dataset"),
-        (["--units", "0"], "argument --units: expected a positive integer"),
-        (["--time-budget", "-1"], "argument --time-budget: expected a positive number"),
-        (["--dataset", "silverbox"], "invalid choice: 'silverbox'"),
-        (["--selection", "mean"], "`selection` must be one of ('best', 'ensemble')"),
-        (["--decay-points", "0.5", "1.5"], "expected a fraction of the run in (0, 1]"),
-        (["--decay-rate", "0"], "argument --decay-rate: expected a positive number"),
-        (["--score-weights", "val_rmse=0.8,val_mae=0.2"], "unknown score name 'val_mae'"),
-        (["--score-weights", "val_rmse=0.8,loss=-0.2"], "expected a weight >= 0 for loss"),
-        (["--score-weights", "val_rmse"], "expected NAME=WEIGHT pairs"),
-        (["--score-weights", "loss=0"], "at least one positive weight"),
-        (["--validation-checks", "0"], "argument --validation-checks: expected a positive"),
-        (["--validation-checks", "4", "--validation-every", "2"], "not allowed with"),
+    "argv, message, usage",
+    [  # usage: a wrong command line shows the usage; a bad value or file is one line
+        (["--dataset", "wh2009"], "--dataset wh2009 needs --data-path", True),
+        (["--dataset", "emps", "--data-path", "/no/such/folder"], "no such file or folder", False),
+        (["--train-csv", "est.csv"], "--train and --test go together", True),
+        (["--train", "a.csv", "b.csv"], "--train and --test go together", True),
+        (["--val", "v.csv"], "--val and --columns go with --train and --test", True),
+        (["--train", "/no/a.csv", "--test", "/no/t.csv"], "--train: no such file", False),
+        (["--val-fraction", "1"], "argument --val-fraction: expected a number between 0 and 1",
+         False),
+        (["--train-csv", "/no/such.csv", "--test-csv", "/no/t.csv"], "no such file", False),
+        (["--data-path", "."], "--data-path goes with --dataset", True),
+        (["--units", "0"], "argument --units: expected a positive integer", False),
+        (["--time-budget", "-1"], "argument --time-budget: expected a positive number", False),
+        (["--dataset", "silverbox"], "invalid choice: 'silverbox'", False),
+        (["--selection", "mean"], "--selection must be one of ('best', 'ensemble')", False),
+        (["--decay-points", "0.5", "1.5"], "expected a fraction of the run in (0, 1]", False),
+        (["--decay-rate", "0"], "argument --decay-rate: expected a positive number", False),
+        (["--score-weights", "val_rmse=0.8,val_mae=0.2"], "unknown score name 'val_mae'", False),
+        (["--score-weights", "val_rmse=0.8,loss=-0.2"], "expected a weight >= 0 for loss", False),
+        (["--score-weights", "val_rmse"], "expected NAME=WEIGHT pairs", False),
+        (["--score-weights", "loss=0"], "at least one positive weight", False),
+        (["--validation-checks", "0"], "argument --validation-checks: expected a positive",
+         False),
+        (["--validation-checks", "4", "--validation-every", "2"], "not allowed with", True),
+        (["--no-such-option"], "unrecognized arguments: --no-such-option", True),
+        (["--units"], "argument --units: expected at least one argument", True),
     ],
-)
-def test_bad_arguments_exit_with_a_message(argv, message, capsys, tmp_path):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["identify", *argv, "--out", str(tmp_path)])
-    assert exit_info.value.code == 2
+)  # fmt: skip
+def test_bad_arguments_exit_with_a_message(argv, message, usage, capsys, tmp_path):
+    assert exit_status(["identify", *argv, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "keras-mgu identify: error:" in err and message in err
+    assert "keras-mgu identify: error:" in err and message in err, err
+    assert ("usage:" in err) == usage, err
+    assert usage or err.count("\n") == 1, err  # one line
+    assert "`" not in err  # options as typed, not the settings' Python names
     assert not (tmp_path / "results.json").exists()
 
 
@@ -511,9 +516,7 @@ def test_tune_prints_the_trials_and_writes_table_and_plot(tmp_path, capsys):
 )
 def test_tune_refuses_bad_options(extra, message, tmp_path, capsys):
     pytest.importorskip("keras_tuner")
-    with pytest.raises(SystemExit) as exit_info:
-        main(["tune", *TINY, "--out", str(tmp_path), *extra])
-    assert exit_info.value.code == 2
+    assert exit_status(["tune", *TINY, "--out", str(tmp_path), *extra]) == 2
     assert message in capsys.readouterr().err
 
 
@@ -813,21 +816,37 @@ def test_simulate_and_export_refuse_bad_files(model_file, tmp_path, capsys):
     not_a_model = tmp_path / "notes.kmgu"
     not_a_model.write_text("hello\n")
     csv = write_csv(tmp_path / "test.csv", data.test)
+    bare = tmp_path / "bare.txt"
+    np.savetxt(bare, np.hstack([data.test.u, data.test.y]))  # no header row
     unnamed = dataclasses.replace(found, input_names=(), output_names=())
     unnamed = unnamed.save(tmp_path / "unnamed.kmgu")
-    cases = [  # (argv, message, a usage error): data errors are one line, no usage block
+    cases = [  # (argv, message, a usage error): bad files and values are one line, no usage
         (["simulate", "--model", unnamed, "--data", csv], "does not name its input and output", 0),
         (["simulate", "--model", path, "--data", str(no_u)], "no input column(s) ['u']", 0),
-        (["simulate", "--model", str(not_a_model), "--data", csv], "not a keras-mgu model file", 1),
-        (["simulate", "--model", path, "--data", "/no/such.csv"], "--data: no such file", 1),
-        (["export", "--model", str(not_a_model)], "cannot load the model", 1),
-        (["export", "--model", "/no/such.kmgu"], "--model: no such file", 1),
-    ]
+        (["simulate", "--model", path, "--data", str(bare), "--inputs", "5"],
+         "no column '5'; the file has no header row, so its columns are known by 0-based indices "
+         "0 to 1 (or name them all with --columns)", 0),
+        (["simulate", "--model", path, "--data", csv, "--columns", "a", "b", "c"],
+         "names given with --columns are for files without one", 0),
+        (["simulate", "--model", str(not_a_model), "--data", csv], "not a keras-mgu model file", 0),
+        (["simulate", "--model", path, "--data", "/no/such.csv"], "--data: no such file", 0),
+        (["simulate", "--model", path, "--data", csv, "--band", "1.5"], "a level in [0, 1)", 0),
+        (["simulate", "--model", path, "--data", csv, "--n-initial", "0", "--steps-ahead", "2"],
+         "--steps-ahead needs --n-initial >= 1", 0),
+        (["export", "--model", str(not_a_model)], "cannot load the model", 0),
+        (["export", "--model", "/no/such.kmgu"], "--model: no such file", 0),
+        (["export", "--model", path, "--format", "tflite"], "invalid choice: 'tflite'", 0),
+        (["simulate", "--model", path], "the following arguments are required: --data", 1),
+        (["simulate", "--model", path, "--data", csv, "--outputs", "y"], "--outputs goes with", 1),
+        (["export", "--model", path, "--bogus"], "unrecognized arguments: --bogus", 1),
+    ]  # fmt: skip
     for argv, message, usage in cases:
         assert exit_status([*argv, "--out", str(tmp_path / "out.file")]) == 2
         err = capsys.readouterr().err
         assert f"keras-mgu {argv[0]}: error:" in err and message in err, err
         assert ("usage:" in err) == bool(usage), err
+        assert usage or err.count("\n") == 1, err
+        assert "`" not in err, err  # options as typed, not the settings' Python names
     assert not (tmp_path / "out.file").exists()
 
 

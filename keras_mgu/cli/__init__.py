@@ -49,7 +49,7 @@ from keras_mgu.cli import export_command as _export
 from keras_mgu.cli import identify as _identify
 from keras_mgu.cli import simulate as _simulate
 from keras_mgu.cli import tune as _tune
-from keras_mgu.cli.errors import DataError, UsageError
+from keras_mgu.cli.errors import CommandError, UsageError, command_line_text
 
 __all__ = ["build_parser", "main"]
 
@@ -95,9 +95,41 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """An ``argparse`` parser whose bad option values are one line, without the usage.
+
+    ``keras-mgu identify: error: argument --units: expected a positive
+    integer; got '0'`` (a value its ``type`` or ``choices`` refuses). A wrong
+    command line (an unknown option or command, a missing required option,
+    options that exclude each other, an option without its value) is reported
+    with the usage, as argparse does.
+    """
+
+    _bad_value = False
+
+    def _get_value(self, action: argparse.Action, arg_string: str):
+        try:
+            return super()._get_value(action, arg_string)
+        except argparse.ArgumentError:
+            self._bad_value = bool(action.option_strings)  # an option's value, not a command
+            raise
+
+    def _check_value(self, action: argparse.Action, value) -> None:
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError:
+            self._bad_value = bool(action.option_strings)
+            raise
+
+    def error(self, message: str):
+        if self._bad_value:
+            self.exit(2, f"{self.prog}: error: {message}\n")
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``keras-mgu`` parser with one subparser per command."""
-    parser = argparse.ArgumentParser(
+    """The ``keras-mgu`` parser with one subparser per command (:class:`ArgumentParser`)."""
+    parser = ArgumentParser(
         prog=PROG,
         description="Minimal Gated Unit (MGU) networks for Keras 3: command-line jobs.",
         epilog=f"Run '{PROG} COMMAND --help' for the options of a command.",
@@ -147,7 +179,12 @@ def _restart_with_backend(argv: Sequence[str], backend: str) -> int:
 
 
 def _fail(args: argparse.Namespace, message: str) -> int:
-    """Print ``keras-mgu COMMAND: error: message`` (one line) to stderr; exit status 2."""
+    """Print ``keras-mgu COMMAND: error: message`` (one line) to stderr; exit status 2.
+
+    Settings named by their Python name are named by their option
+    (:func:`~keras_mgu.cli.errors.command_line_text`).
+    """
+    message = command_line_text(message, args.subparser)
     print(f"{args.subparser.prog}: error: {message}", file=sys.stderr, flush=True)
     return 2
 
@@ -199,14 +236,19 @@ def _prepare_backend(args: argparse.Namespace, argv: Sequence[str]) -> int | Non
 def main(argv: list[str] | None = None) -> int:
     """Run the ``keras-mgu`` command line on ``argv`` (default ``sys.argv[1:]``).
 
-    Returns the exit status (0 on success). Bad arguments exit through
-    ``argparse`` (status 2, with the usage and a message on stderr); bad data
-    (a file that cannot be read as a record, read before the backend is
-    imported) and a backend that is not installed give status 2 and one line
-    ``keras-mgu COMMAND: error: ...``.
+    Returns the exit status (0 on success). Every error is one line
+    ``keras-mgu COMMAND: error: ...`` on stderr and status 2: a bad option
+    value (from ``argparse``, by :class:`ArgumentParser`: ``SystemExit(2)``),
+    a file that is not there or not a model file, data that cannot be read
+    (read before the backend is imported), a missing extra or backend. A
+    wrong command line (an unknown or missing option, options that exclude
+    each other: argparse's and :class:`~keras_mgu.cli.errors.UsageError`)
+    also shows the usage.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:  # told by the command's parser, with its usage
+        args.subparser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         args.check(args)
         if args.read is not None:  # the data, read and checked before a backend loads
@@ -215,8 +257,8 @@ def main(argv: list[str] | None = None) -> int:
         if status is not None:
             return status
         return args.handler(args)
-    except DataError as err:
-        return _fail(args, str(err))
     except UsageError as err:
-        args.subparser.error(str(err))  # exits with status 2
+        args.subparser.error(command_line_text(str(err), args.subparser))  # exits with status 2
         raise  # unreachable: error() exits
+    except CommandError as err:
+        return _fail(args, str(err))

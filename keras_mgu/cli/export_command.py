@@ -21,7 +21,7 @@ import argparse
 import os
 
 from keras_mgu.cli.backends import BACKENDS, configured_backend
-from keras_mgu.cli.errors import MissingExtra, UsageError
+from keras_mgu.cli.errors import MissingExtra, OptionError
 from keras_mgu.cli.model_file import read_model_info
 from keras_mgu.cli.simulate import load_model
 
@@ -54,11 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def check_arguments(args: argparse.Namespace) -> None:
     """The format's exporter installed (:func:`check_exporter`), the model file there.
 
-    :class:`MissingExtra`, :class:`UsageError` otherwise; before any other work.
+    :class:`MissingExtra`, :class:`OptionError` otherwise; before any other work.
     """
     check_exporter(args)
     if not os.path.isfile(args.model):
-        raise UsageError(f"--model: no such file: {args.model!r}")
+        raise OptionError(f"--model: no such file: {args.model!r}")
 
 
 def check_exporter(args: argparse.Namespace) -> None:
@@ -87,7 +87,7 @@ def check_exporter(args: argparse.Namespace) -> None:
 def read_inputs(args: argparse.Namespace) -> None:
     """``args.info``: the model file's manifest, checked before the backend loads.
 
-    A file that is not a model file is refused at once (:class:`UsageError`).
+    A file that is not a model file is refused at once (:class:`OptionError`).
     """
     args.info = read_model_info(args.model)
 
@@ -105,7 +105,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         model = export_simulator(found, args.out, format=args.format)
     except (ValueError, ImportError) as err:
-        raise UsageError(f"cannot export: {err}") from err
+        raise OptionError(f"cannot export: {err}") from err
     inputs = ", ".join(f"{x.name} {_shape(x.shape)}" for x in model.inputs)
     print(f"inputs: {inputs} (physical units: {', '.join(found.input_names)})")
     output = f"{onnx_output_name(found)} {_shape(model.output.shape)}"

@@ -23,7 +23,7 @@ from typing import Any
 
 from keras_mgu.cli import report
 from keras_mgu.cli.backends import BACKENDS
-from keras_mgu.cli.errors import DataError, UsageError
+from keras_mgu.cli.errors import DataError, OptionError, UsageError
 
 __all__ = [
     "DATASETS",
@@ -346,13 +346,14 @@ def _check_files(args: argparse.Namespace) -> None:
     files += [("--test", args.test), ("--val", args.val)]
     for option, path in files:
         if path is not None and not os.path.isfile(path):
-            raise UsageError(f"{option}: no such file: {path!r}")
+            raise OptionError(f"{option}: no such file: {path!r}")
     if args.data_path is not None and not os.path.exists(args.data_path):
-        raise UsageError(f"--data-path: no such file or folder: {args.data_path!r}")
+        raise OptionError(f"--data-path: no such file or folder: {args.data_path!r}")
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    """Reject bad combinations (:class:`UsageError`) and apply ``--quick``'s caps."""
+    """Reject bad combinations (:class:`UsageError`) and missing files (:class:`OptionError`);
+    apply ``--quick``'s caps."""
     _merge_csv_options(args)
     if (args.train is None) != (args.test is None):
         raise UsageError("--train and --test go together (your own estimation and test data)")
@@ -433,7 +434,7 @@ def benchmark_n_initial(args: argparse.Namespace, data: Any) -> int:
         n_initial = protocol.n_initial if n_initial is None else n_initial
     n_initial = DEFAULT_N_INITIAL if n_initial is None else int(n_initial)
     if n_initial >= data.test.n_samples:
-        raise UsageError(
+        raise OptionError(
             f"--n-initial {n_initial} leaves no sample of the {data.test.n_samples}-sample test "
             "record to score"
         )
@@ -487,7 +488,7 @@ def build_config(args: argparse.Namespace, cell: str):
     try:
         return RecipeConfig(cell=cell, **recipe_options(args))
     except (TypeError, ValueError) as err:
-        raise UsageError(f"bad recipe settings: {err}") from err
+        raise OptionError(f"bad recipe settings: {err}") from err
 
 
 def _cell(args: argparse.Namespace, kind: str) -> str:
@@ -503,7 +504,7 @@ def _cell(args: argparse.Namespace, kind: str) -> str:
                 "--model-classes loop (and narx, if wanted)"
             )
     elif cell not in ("mgu", "gru", "lstm"):
-        raise UsageError(f"--cell must be mgu, gru, lstm or package.module:Class; got {cell!r}")
+        raise OptionError(f"--cell must be mgu, gru, lstm or package.module:Class; got {cell!r}")
     return cell
 
 
@@ -535,7 +536,7 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
     try:  # verbose: the recipe prints the settings it resolved, then its progress
         found = sysid.identify(data, config, args.restarts, args.seed, verbose=2)
     except ValueError as err:  # settings that do not fit the record, e.g. a too long --window
-        raise UsageError(f"the recipe rejected the settings: {err}") from err
+        raise OptionError(f"the recipe rejected the settings: {err}") from err
     seconds = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
     test, protocol = data.test, getattr(data, "protocol", None)
     lag, given = found.config.n_initial, args.n_initial is not None

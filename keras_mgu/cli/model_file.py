@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from keras_mgu.cli.errors import DataError, UsageError
+from keras_mgu.cli.errors import DataError, OptionError
 
 __all__ = ["ModelInfo", "check_encoder_history", "read_model_info"]
 
@@ -47,7 +47,7 @@ class ModelInfo:
 
 
 def read_model_info(path: str | os.PathLike) -> ModelInfo:
-    """The :class:`ModelInfo` of the model file ``path``; :class:`UsageError` for another file."""
+    """The :class:`ModelInfo` of the model file ``path``; :class:`OptionError` for another file."""
     from keras_mgu._manifest import read_manifest
 
     try:
@@ -58,9 +58,9 @@ def read_model_info(path: str | os.PathLike) -> ModelInfo:
             manifest["n_initial"], str(config["initial_state"]), int(config["n_initial"]),
         )  # fmt: skip
     except (OSError, ValueError) as err:  # ModelFileError is a ValueError
-        raise UsageError(f"cannot load the model: {err}") from err
+        raise OptionError(f"cannot load the model: {err}") from err
     except (KeyError, TypeError, IndexError) as err:
-        raise UsageError(
+        raise OptionError(
             f"cannot load the model: {os.fspath(path)!r} is a damaged keras-mgu model file "
             f"(its manifest lacks {err})"
         ) from err

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from keras_mgu.cli.errors import UsageError
+from keras_mgu.cli.errors import OptionError
 
 __all__ = [
     "fixed",
@@ -236,7 +236,7 @@ def read_results(out: str) -> dict[str, Any]:
     """The runs recorded in ``<out>/results.json`` (``{}`` when there is none).
 
     Raises:
-        UsageError: the file is not a results.json of this format (``{"runs": {...}}``),
+        OptionError: the file is not a results.json of this format (``{"runs": {...}}``),
             so it is never overwritten.
     """
 
@@ -247,9 +247,9 @@ def read_results(out: str) -> dict[str, Any]:
         with open(path, encoding="utf-8") as f:
             runs = json.load(f).get("runs")
     except (OSError, ValueError, AttributeError) as err:
-        raise UsageError(f"cannot extend {path}: {err}; choose another --out") from err
+        raise OptionError(f"cannot extend {path}: {err}; choose another --out") from err
     if not isinstance(runs, dict):
-        raise UsageError(
+        raise OptionError(
             f"{path} has no 'runs' table (written by an older version?); choose another --out"
         )
     return runs

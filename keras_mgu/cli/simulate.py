@@ -38,7 +38,7 @@ from typing import Any
 
 from keras_mgu._atomic import write_atomically
 from keras_mgu.cli.backends import BACKENDS
-from keras_mgu.cli.errors import DataError, UsageError
+from keras_mgu.cli.errors import DataError, OptionError, UsageError
 from keras_mgu.cli.identify import count, positive_int
 from keras_mgu.cli.model_file import check_encoder_history, read_model_info
 
@@ -125,10 +125,11 @@ def band_level(text: str) -> float:
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    """The model and data files must exist (:class:`UsageError` otherwise)."""
+    """The model and data files must exist (:class:`OptionError`); ``--outputs`` goes with
+    ``--inputs`` (:class:`UsageError`)."""
     for option, path in (("--model", args.model), ("--data", args.data)):
         if not os.path.isfile(path):
-            raise UsageError(f"{option}: no such file: {path!r}")
+            raise OptionError(f"{option}: no such file: {path!r}")
     if args.outputs is not None and args.inputs is None:
         raise UsageError("--outputs goes with --inputs (the model's names select both otherwise)")
 
@@ -227,13 +228,13 @@ def write_csv(path: str, names: list[str], values: Any) -> None:
 
 
 def load_model(path: str) -> Any:
-    """``sysid.load(path)``; a file that is not a model file is a :class:`UsageError`."""
+    """``sysid.load(path)``; a file that is not a model file is an :class:`OptionError`."""
     from keras_mgu import sysid
 
     try:
         return sysid.load(path)
     except ValueError as err:  # ModelFileError
-        raise UsageError(f"cannot load the model: {err}") from err
+        raise OptionError(f"cannot load the model: {err}") from err
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -315,7 +316,7 @@ def _check_request(args: argparse.Namespace, found: Any, u: Any, y: Any) -> tupl
         if not given and k is None:  # the default n: lead with the simulation from it if it fits
             n = n if n < len(u) and _fits_encoder(found, n) else 0
         if n == 0 and k is not None:
-            raise UsageError("--steps-ahead needs --n-initial >= 1 (a prediction starts from "
+            raise OptionError("--steps-ahead needs --n-initial >= 1 (a prediction starts from "
                              "measured outputs)")  # fmt: skip
     n = 0 if n is None else n
     if n >= len(u):

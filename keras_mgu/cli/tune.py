@@ -21,7 +21,7 @@ import os
 from typing import Any
 
 from keras_mgu.cli import identify as _identify
-from keras_mgu.cli.errors import MissingExtra, UsageError
+from keras_mgu.cli.errors import MissingExtra, OptionError, UsageError
 
 HELP = "search the recipe's settings on validation with KerasTuner (keras_mgu.sysid.tune)"
 DESCRIPTION = __doc__.split("\n\n", 1)[1]
@@ -69,7 +69,7 @@ def check_arguments(args: argparse.Namespace) -> None:
         try:
             args.space = json.loads(args.space)
         except json.JSONDecodeError as err:
-            raise UsageError(f"--space is not JSON: {err}") from err
+            raise OptionError(f"--space is not JSON: {err}") from err
         if isinstance(args.space, dict):  # "batch-size" names the field batch_size too
             args.space = {str(k).replace("-", "_"): v for k, v in args.space.items()}
     if args.quick:
@@ -118,7 +118,7 @@ def run_command(args: argparse.Namespace) -> int:
             search_budget=args.search_budget, directory=os.path.join(args.out, "keras_tuner"),
         )  # fmt: skip
     except ValueError as err:
-        raise UsageError(str(err)) from err
+        raise OptionError(str(err)) from err
     print(format_table(result.table), flush=True)
     test = {
         "all": result.best.score(data.test),

@@ -85,7 +85,7 @@ class Table(abc.ABC):
         if self.names is None:
             return (
                 f"the file has no header row, so its columns are known by {indices} "
-                "(or name them all: `columns`, --columns)"
+                "(or name them all with `columns`)"
             )
         return f"available columns: {', '.join(repr(n) for n in self.names)} (or {indices})"
 
