@@ -1099,6 +1099,45 @@ def test_simulate_and_export_check_files_before_the_backend_loads(
     assert not (tmp_path / "out.file").exists()
 
 
+@BACKEND_INDEPENDENT
+def test_residual_lags_option_of_identify_and_simulate(capsys):
+    from keras_mgu.cli import build_parser, identify
+    from keras_mgu.sysid.judging.residuals import MAX_LAG
+
+    parse = build_parser().parse_args
+    simulate = ["simulate", "--model", "m.kmgu", "--data", "d.csv", "--out", "s.csv"]
+    assert identify.RESIDUAL_LAGS == MAX_LAG == 25  # the default is the library's
+    for argv in (["identify"], simulate):
+        assert parse(argv).residual_lags == 25
+        assert parse([*argv, "--residual-lags", "7"]).residual_lags == 7
+        assert exit_status([*argv, "--residual-lags", "0"]) == 2
+        err = capsys.readouterr().err
+        assert "argument --residual-lags: expected a positive integer; got '0'" in err, err
+        with pytest.raises(SystemExit):
+            main([*argv[:1], "--help"])
+        out = " ".join(capsys.readouterr().out.split())
+        assert "--residual-lags N lags of the residual analysis" in out and "(default: 25)" in out
+    assert "residual_lags" not in parse(["tune"])  # a search scores no residuals
+
+
+def test_residual_lags_reach_the_residual_analysis(model_file, tmp_path, monkeypatch, capsys):
+    """``--residual-lags 7``: lags 0..7 in simulate's and identify's analysis, results.json too."""
+    from keras_mgu.cli import build_parser, identify, simulate
+
+    path, found, data = model_file
+    csv = write_csv(tmp_path / "test.csv", data.test)
+    argv = ["simulate", "--model", path, "--data", csv, "--out", str(tmp_path / "sim.csv")]
+    args = build_parser().parse_args([*argv, "--residual-lags", "7"])
+    args.check(args)
+    residuals = simulate.run(args)["residuals"]
+    assert residuals["lags"] == list(range(8)) and len(residuals["cross_lags"]) == 15
+    monkeypatch.setattr(keras_mgu.sysid, "identify", lambda *args, **kwargs: found)  # trained
+    args = build_parser().parse_args(["identify", "--residual-lags", "7", "--out", str(tmp_path)])
+    row = identify.identify_model("MGU", data, args, n_initial=50)
+    assert row["residuals"]["lags"] == list(range(8))
+    assert np.shape(row["residuals"]["autocorrelation"]) == (1, 8)
+
+
 def test_simulate_encoder_model_from_its_lag(encoder_file, tmp_path, capsys):
     path, found, data = encoder_file
     csv = write_csv(tmp_path / "test.csv", data.test)

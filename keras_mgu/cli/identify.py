@@ -28,6 +28,7 @@ from keras_mgu.cli.errors import DataError, OptionError, UsageError
 __all__ = [
     "DATASETS",
     "add_arguments",
+    "add_residual_lags",
     "benchmark_n_initial",
     "build_config",
     "check_arguments",
@@ -93,6 +94,8 @@ DATASETS = {
 }
 #: ``--steps-ahead``'s default: the one-step-ahead prediction.
 STEPS_AHEAD = 1
+#: ``--residual-lags``'s default: the residual analysis's (``sysid.judging.residuals.MAX_LAG``).
+RESIDUAL_LAGS = 25
 #: An estimate above this many seconds prints how to bound the training.
 LONG_ESTIMATE_S = 600.0
 #: Models of ``--compare`` (the first alone without it).
@@ -186,8 +189,8 @@ def parse_score_weights(text: str) -> dict[str, float]:
     return weights
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``identify`` to ``parser``."""
+def add_arguments(parser: argparse.ArgumentParser, residual_lags: bool = True) -> None:
+    """Add the options of ``identify`` to ``parser``; ``--residual-lags`` with ``residual_lags``."""
     data = parser.add_argument_group("data")
     data.add_argument("--dataset", type=dataset_name, choices=tuple(DATASETS),
                       default="simulated-tanks",
@@ -230,6 +233,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="k of the k-step-ahead prediction scored beside the simulation "
                       "(each test sample predicted from the measured outputs up to k samples "
                       "before it)")  # fmt: skip
+    if residual_lags:
+        add_residual_lags(data)
     _add_recipe_arguments(parser.add_argument_group("recipe"))
     run = parser.add_argument_group("run")
     run.add_argument("--backend", choices=tuple(BACKENDS),
@@ -245,6 +250,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help=f"tiny run for smoke tests: at most {QUICK_ITERATIONS} iterations, "
                      f"{QUICK_RESTARTS} restarts, "
                      f"{QUICK_SAMPLES}-sample simulated record")  # fmt: skip
+
+
+def add_residual_lags(group: Any) -> None:
+    """``--residual-lags N``: the residual analysis's lags (``sysid.evaluate``'s ``max_lag``)."""
+    group.add_argument("--residual-lags", type=positive_int, default=RESIDUAL_LAGS, metavar="N",
+                       help="lags of the residual analysis: the residual's autocorrelation at "
+                       "lags 0 to N and its cross-correlation with each input at -N to N "
+                       "(fewer where the scored samples are fewer)")  # fmt: skip
 
 
 def _add_recipe_arguments(group: argparse._ArgumentGroup) -> None:
@@ -544,6 +557,7 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
     evaluation = sysid.evaluate(
         found, test.u, test.y, n_initial, args.steps_ahead, test.input_names, test.output_names,
         same_start=getattr(protocol, "same_initial_state", False),
+        max_lag=getattr(args, "residual_lags", RESIDUAL_LAGS),
     )  # fmt: skip
     label = report.model_label(found)
     row = {"model": kind, "name": run_name(config), "label": label}

@@ -39,7 +39,7 @@ from typing import Any
 from keras_mgu._atomic import write_atomically
 from keras_mgu.cli.backends import BACKENDS
 from keras_mgu.cli.errors import DataError, OptionError, UsageError
-from keras_mgu.cli.identify import count, positive_int
+from keras_mgu.cli.identify import RESIDUAL_LAGS, add_residual_lags, count, positive_int
 from keras_mgu.cli.model_file import check_encoder_history, read_model_info
 
 __all__ = [
@@ -108,6 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--band", type=band_level, default=DEFAULT_LEVEL, metavar="LEVEL",
                         help="level of the band written beside each trajectory (<column>_lo, "
                         f"<column>_hi); default {DEFAULT_LEVEL:g}, 0 for none")  # fmt: skip
+    add_residual_lags(parser)
     parser.add_argument("--backend", choices=tuple(BACKENDS),
                         help="Keras backend (default: $KERAS_BACKEND, else Keras' "
                         "configured one)")  # fmt: skip
@@ -254,7 +255,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         free = found.simulate(u, band=level) if level else (found.simulate(u), None, None)
         _write(args.out, *_banded([f"{name}{SIM_SUFFIX}" for name in names], *free))
         return {}
-    evaluation = sysid.evaluate(found, u, y, n, k, band=level)
+    lags = getattr(args, "residual_lags", RESIDUAL_LAGS)
+    evaluation = sysid.evaluate(found, u, y, n, k, band=level, max_lag=lags)
     _print_scores(evaluation, len(u))
     _write(args.out, *_columns(evaluation, names, found, level))
     return evaluation.to_dict()

@@ -33,7 +33,7 @@ INSTALL_TUNE = 'pip install "keras-mgu[tune]"'
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``identify`` (data, recipe, run) and the search's."""
-    _identify.add_arguments(parser)
+    _identify.add_arguments(parser, residual_lags=False)  # a search scores no residuals
     search = parser.add_argument_group("search")
     search.add_argument("--space", metavar="JSON",
                         help='settings to search, e.g. \'{"units": [[16], [32]], "cell": '

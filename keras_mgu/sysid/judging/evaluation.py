@@ -152,7 +152,7 @@ def _by_output(
 def evaluate(
     found: Any, u: Any, y: Any, n_initial: int, steps_ahead: int | None = None,
     input_names: tuple[str, ...] = (), output_names: tuple[str, ...] = (),
-    same_start: bool = False, band: float | None = DEFAULT_BAND,
+    same_start: bool = False, band: float | None = DEFAULT_BAND, max_lag: int = MAX_LAG,
 ) -> Evaluation:  # fmt: skip
     """Simulate, predict and analyse ``found`` (an :class:`Identification`) on ``u``, ``y``.
 
@@ -169,6 +169,7 @@ def evaluate(
         band: The level of the band drawn and measured (None: none); the
             model's calibrated band is used (``found.band``), none if it has
             none.
+        max_lag: The lags of the residual analysis (fewer where the record is shorter).
     """
     u, y = np.asarray(u, dtype=np.float64), np.asarray(y, dtype=np.float64)
     n = int(n_initial)
@@ -192,7 +193,7 @@ def evaluate(
         if level is not None:
             bands = _band(found, y, n, level, from_n, prediction, predictions)
         reference, reference_simulation = _reference(found, u, y, n)
-    lag = min(MAX_LAG, len(y) - n - 1)
+    lag = min(max_lag, len(y) - n - 1)
     residuals = residual_analysis(
         (y - scored)[n:], u[n:], max_lag=max(lag, 1), output_names=output_names,
         input_names=input_names,
