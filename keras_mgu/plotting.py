@@ -3,7 +3,7 @@
 * :func:`plot_training`: per-iteration loss, validation checks, best point.
 * :func:`plot_trials`: the validation RMSE of each trial of a sweep.
 * :func:`plot_simulation`: measured and simulated outputs (or the residual),
-  one panel per output, by name.
+  one panel per output, by name, and the inputs in a panel below them.
 * :func:`plot_residual_analysis`: a residual's autocorrelation and its
   cross-correlation with each input, one column per output.
 
@@ -27,6 +27,8 @@ from keras_mgu.callbacks.early_stopping import WeightedEarlyStopping
 _RAW_STYLE = {"color": "tab:blue", "alpha": 0.35, "linewidth": 0.8}
 _SMOOTH_STYLE = {"color": "tab:blue", "linewidth": 1.8}
 _CHECK_COLOURS = ["tab:orange", "tab:green", "tab:brown", "tab:cyan", "tab:olive", "tab:pink"]
+#: The inputs' colours, apart from the measured (blue) and simulated (orange) outputs'.
+_INPUT_COLOURS = ["tab:gray", "tab:purple", "tab:brown", "tab:olive", "tab:cyan", "tab:pink"]
 
 
 def _import_matplotlib() -> tuple[Any, Any]:
@@ -270,6 +272,7 @@ def plot_simulation(
     time: Any, y: Any, y_sim: Any, path: str | os.PathLike, output_names: tuple[str, ...] = (),
     title: str = "", label: str = "simulation", scored_from: int = 0, residual: bool = False,
     band: tuple[Any, Any] | None = None, others: Sequence[tuple[str, Any]] = (),
+    u: Any = None, input_names: tuple[str, ...] = (),
 ) -> str:  # fmt: skip
     """Measured and simulated outputs, one panel per output, saved as a PNG at ``path``.
 
@@ -280,12 +283,16 @@ def plot_simulation(
     upper)``, each shaped as ``y``, is shaded around it (around zero for the
     residual: ``y_sim - lower``, ``y_sim - upper``); ``others`` are further
     ``(label, simulation)`` curves drawn beside it (a reference model).
+    ``u`` ``(N, n_inputs)`` (or ``(N,)``), the inputs of the same samples,
+    is drawn in one more panel below the outputs on the same time axis, each
+    input by its name (``input_names``; ``u0``, ``u1``, ... when not given).
     Written atomically; returns ``path``.
     """
     path = _png_path(path)
     fig = simulation_figure(
-        time, y, y_sim, output_names, title, label, scored_from, residual, band, others
-    )
+        time, y, y_sim, output_names, title, label, scored_from, residual, band, others, u,
+        input_names,
+    )  # fmt: skip
     write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
     return path
 
@@ -294,8 +301,10 @@ def simulation_figure(
     time: Any, y: Any, y_sim: Any, output_names: tuple[str, ...] = (), title: str = "",
     label: str = "simulation", scored_from: int = 0, residual: bool = False,
     band: tuple[Any, Any] | None = None, others: Sequence[tuple[str, Any]] = (),
+    u: Any = None, input_names: tuple[str, ...] = (),
 ) -> Any:  # fmt: skip
-    """The figure of :func:`plot_simulation` (one axes per output, in their order)."""
+    """The figure of :func:`plot_simulation`: one axes per output, in their order, then (with
+    ``u``) one axes of the inputs, all sharing the time axis."""
     from keras_mgu.sysid.judging.scoring import fit_percent, rmse
 
     t = np.asarray(time, dtype=np.float64)
@@ -303,12 +312,24 @@ def simulation_figure(
     y = y[:, None] if y.ndim == 1 else y
     y_sim = np.asarray(y_sim, dtype=np.float64).reshape(y.shape)
     names = _channel_names(output_names, y.shape[1], "y")
+    inputs = None if u is None else np.asarray(u, dtype=np.float64)
+    if inputs is not None:
+        inputs = inputs[:, None] if inputs.ndim == 1 else inputs
+        if inputs.ndim != 2 or len(inputs) != len(t):
+            raise ValueError(
+                f"`u` must be (N,) or (N, n_inputs) with N={len(t)} samples; received shape "
+                f"{np.shape(u)}."
+            )
+    heights = [1.0] * len(names) + ([0.6] if inputs is not None else [])
     figure_cls, canvas_cls = _import_matplotlib()
-    fig = figure_cls(figsize=(9, 1.2 + 2.4 * len(names)), layout="constrained")
+    fig = figure_cls(figsize=(9, 1.2 + 2.4 * sum(heights)), layout="constrained")
     canvas_cls(fig)
-    axes = np.atleast_1d(fig.subplots(len(names), 1, sharex=True, squeeze=False)[:, 0])
+    axes = fig.subplots(len(heights), 1, sharex=True, squeeze=False,
+                        gridspec_kw={"height_ratios": heights})[:, 0]  # fmt: skip
+    if inputs is not None:
+        _plot_inputs(axes[-1], t, inputs, _channel_names(input_names, inputs.shape[1], "u"))
     n = int(scored_from)
-    for i, (ax, name) in enumerate(zip(axes, names, strict=True)):
+    for i, (ax, name) in enumerate(zip(axes[: len(names)], names, strict=True)):
         centre = np.zeros_like(y_sim[:, i]) if residual else y_sim[:, i]
         if band is not None:
             lower, upper = (np.asarray(b, dtype=np.float64).reshape(y.shape)[:, i] for b in band)
@@ -334,6 +355,17 @@ def simulation_figure(
     if title:
         fig.suptitle(title)
     return fig
+
+
+def _plot_inputs(ax: Any, t: np.ndarray, u: np.ndarray, names: list[str]) -> None:
+    """The inputs ``u`` ``(N, n_inputs)`` in one axes, each by its name."""
+    for j, name in enumerate(names):
+        ax.plot(t, u[:, j], lw=1, color=_INPUT_COLOURS[j % len(_INPUT_COLOURS)], label=name)
+    ax.set_title(f"input{'s' if len(names) > 1 else ''}: {', '.join(names)}", fontsize="medium")
+    ax.set_ylabel(names[0] if len(names) == 1 else "inputs")
+    if len(names) > 1:
+        ax.legend(loc="best", fontsize="small")
+    ax.grid(True, alpha=0.3)
 
 
 def plot_residual_analysis(analysis: Any, path: str | os.PathLike, title: str = "") -> str:

@@ -1038,9 +1038,9 @@ def test_identify_reports_every_output_and_scores_own_test_from_its_outputs(
     assert last_line_rmse(out) == pytest.approx(mgu["rmse_benchmark"], rel=1e-3)
     assert re.search(r"^  output level2: RMSE [0-9.]+, fit -?[0-9.]+ %; from sample 8: ", out,
                      re.M)  # fmt: skip
-    assert len(figures) == 2  # test_simulation.png and test_residual.png
-    for fig in figures:
-        assert [ax.get_ylabel() for ax in fig.axes] == ["level", "level2"]
+    assert len(figures) == 2  # test_simulation.png (the input below) and test_residual.png
+    for fig, below in zip(figures, (["pump"], []), strict=True):
+        assert [ax.get_ylabel() for ax in fig.axes] == ["level", "level2", *below]
         assert fig.axes[1].get_title().startswith("level2: RMSE ")
 
 
@@ -1097,6 +1097,27 @@ def test_simulate_and_export_check_files_before_the_backend_loads(
         assert code == 2 and message in err, err[-2000:]
         assert loaded == [], (argv, loaded)
     assert not (tmp_path / "out.file").exists()
+
+
+def test_simulation_plot_draws_the_inputs_below_the_outputs(model_file, tmp_path, monkeypatch):
+    """test_simulation.png: the outputs, then the test record's input on the same time axis."""
+    pytest.importorskip("matplotlib")
+    import keras_mgu.plotting
+
+    path, found, data = model_file
+    figures = []
+    real = keras_mgu.plotting.simulation_figure
+    monkeypatch.setattr(keras_mgu.plotting, "simulation_figure",
+                        lambda *a, **k: figures.append(real(*a, **k)) or figures[-1])  # fmt: skip
+    test = data.test
+    evaluation = sysid.evaluate(found, test.u, test.y, 50, 1, test.input_names, test.output_names)
+    keras_mgu.cli.report.plot_results("MGU", test, evaluation, None, str(tmp_path))
+    simulation, residual = figures  # test_simulation.png, test_residual.png
+    assert [ax.get_ylabel() for ax in simulation.axes] == ["y", "u"]
+    assert simulation.axes[1].get_shared_x_axes().joined(*simulation.axes)
+    np.testing.assert_allclose(simulation.axes[1].get_lines()[0].get_ydata(), test.u[:, 0])
+    assert [ax.get_ylabel() for ax in residual.axes] == ["y"]
+    assert (tmp_path / "test_simulation.png").read_bytes()[:4] == b"\x89PNG"
 
 
 @BACKEND_INDEPENDENT

@@ -207,6 +207,32 @@ def test_simulation_plot_shades_the_band_and_draws_a_reference_beside(tmp_path):
     assert vertices.min() == pytest.approx(-0.4) and vertices.max() == pytest.approx(0.4)
 
 
+def test_simulation_plot_draws_the_inputs_below_the_outputs(tmp_path):
+    from keras_mgu.plotting import plot_simulation, simulation_figure
+
+    t = np.arange(40) * 0.5
+    y = np.stack([np.sin(t), np.cos(t)], axis=1)
+    u = np.stack([np.sign(np.sin(t / 3)), 0.5 * t], axis=1)
+    fig = simulation_figure(t, y, y + 0.1, ("pos", "vel"), u=u, input_names=("force", "ramp"))
+    assert len(fig.axes) == 3  # the outputs, then the inputs
+    outputs, inputs = fig.axes[:2], fig.axes[2]
+    assert [ax.get_ylabel() for ax in outputs] == ["pos", "vel"]
+    assert inputs.get_ylabel() == "inputs" and inputs.get_title() == "inputs: force, ramp"
+    assert inputs.get_shared_x_axes().joined(inputs, outputs[0])  # one time axis
+    assert [line.get_label() for line in inputs.get_lines()] == ["force", "ramp"]
+    for line, column in zip(inputs.get_lines(), u.T, strict=True):
+        np.testing.assert_allclose(line.get_xdata(), t)
+        np.testing.assert_allclose(line.get_ydata(), column)
+    assert inputs.get_xlabel() == "time [s]" and outputs[1].get_xlabel() == ""
+    one = simulation_figure(t, y[:, 0], y[:, 0], u=u[:, 0])  # one input, unnamed
+    assert len(one.axes) == 2 and one.axes[1].get_ylabel() == "u0"
+    assert len(simulation_figure(t, y, y).axes) == 2  # no inputs: the outputs alone
+    path = plot_simulation(t, y, y, tmp_path / "sim.png", u=u)
+    assert open(path, "rb").read(8) == PNG_MAGIC
+    with pytest.raises(ValueError, match="`u` must be"):
+        simulation_figure(t, y, y, u=u[:-1])
+
+
 def test_residual_analysis_plot_has_a_column_per_output(tmp_path):
     from keras_mgu.plotting import plot_residual_analysis, residual_analysis_figure
     from keras_mgu.sysid import residual_analysis

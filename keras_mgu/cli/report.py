@@ -190,20 +190,21 @@ def _plot_test(kind: str, record: Any, evaluation: Any, name: str, out: str) -> 
     """``test_<name>.png``: the headline's simulation (or residual) of every output.
 
     With its band shaded and, beside the simulation, the ARX reference's
-    simulation from the same measured outputs.
+    simulation from the same measured outputs; below the simulation, the inputs.
     """
     from keras_mgu.plotting import plot_simulation
 
     head = evaluation.headline
     band = (head["lower"], head["upper"]) if "lower" in head else None
-    others = ()
+    others, simulation = (), name != "residual"
     if evaluation.reference_simulation is not None and head["scored_from"] > 0:
         others = (("ARX reference", evaluation.reference_simulation),)
     return plot_simulation(
         record.time, record.y, head["simulation"], os.path.join(out, f"test_{name}.png"),
         tuple(record.output_names), title=f"{kind}: {name} on the test record",
         label=f"{kind}, simulated from {head['start']}", scored_from=head["scored_from"],
-        residual=name == "residual", band=band, others=() if name == "residual" else others,
+        residual=not simulation, band=band, others=others if simulation else (),
+        u=record.u if simulation else None, input_names=tuple(record.input_names),
     )  # fmt: skip
 
 
@@ -211,7 +212,8 @@ def plot_results(kind: str, record: Any, evaluation: Any, stopper: Any, out: str
     """The test plots, ``residuals.png`` and ``training.png`` in the folder ``out``.
 
     Measured vs simulated outputs and the residual, one panel per output (the
-    simulation of the :attr:`~keras_mgu.sysid.Evaluation.headline`), the
+    simulation of the :attr:`~keras_mgu.sysid.Evaluation.headline`; the
+    simulation's plot has the inputs in a panel below), the
     residual analysis (:func:`keras_mgu.sysid.residual_analysis`, one column
     per output) and the training curves (:mod:`keras_mgu.plotting`).
 
