@@ -343,6 +343,28 @@ def test_identified_model_exports_as_an_onnx_simulator(identified, kind, members
     assert_band_in_metadata(path, found)
 
 
+@needs_onnx
+def test_the_polynomial_class_exports_as_an_onnx_simulator(tmp_path):
+    """Its monomials and clamp in the file, from every backend (the conversion on JAX where the
+    backend's own cannot); the file simulates as ``found.simulate``."""
+    from keras_mgu import datasets, sysid
+    from keras_mgu.sysid.files.onnx_export import export_simulator
+
+    data = datasets.simulate_cascaded_tanks(n_samples=400, seed=0)
+    config = sysid.RecipeConfig(model_classes="polynomial", iterations=20, validation_checks=2)
+    found = sysid.identify(data, config, restarts=1)
+    assert found.runs[0].polynomial.degree >= 1 and len(found.runs[0].polynomial.terms) > 1
+    path = str(tmp_path / "polynomial.onnx")
+    export_simulator(found, path)  # converted on JAX where this backend's exporter cannot
+    u, y, n = data.test.u, data.test.y, found.config.n_initial
+    as32 = lambda a: a[None].astype("float32")  # noqa: E731
+    feeds = {"u_initial": as32(u[:n]), "y_initial": as32(y[:n]), "u": as32(u[n:])}
+    want = found.simulate(u, y[:n])[n:]
+    got = run_simulator(path, feeds)
+    np.testing.assert_allclose(got, want, atol=1e-4 * np.abs(want).max())
+    assert_band_in_metadata(path, found)
+
+
 def assert_band_in_metadata(path, found):
     """The file's metadata carries the simulation's band half-widths, as the model file's."""
     import json
@@ -374,19 +396,33 @@ def test_models_saved_on_another_backend_export_here(saved_on_another_backend, t
             np.testing.assert_allclose(got, saved, atol=1e-4 * np.abs(saved).max())
 
 
-@torch_only
-def test_gru_models_are_not_exported_on_torch(identified, tmp_path):
+def test_what_a_backend_cannot_convert_is_converted_on_jax_or_refused(identified, monkeypatch):
+    """TensorFlow cannot convert a lag class's loop, PyTorch neither that nor GRU/LSTM layers."""
     import dataclasses
+    import importlib.util
 
-    from keras_mgu.sysid.files.onnx_export import export_simulator
+    from keras_mgu.sysid.files.onnx_export import conversion_backend
 
     _, found = identified
     learned = found["learned"]
     run = learned.runs[learned.best]
     gru = dataclasses.replace(run, config=dataclasses.replace(run.config, cell="gru"))
-    with pytest.raises(ValueError, match="on the PyTorch backend.*TensorFlow or JAX"):
-        only_gru = dataclasses.replace(learned, runs=[gru], best=0, members=())
-        export_simulator(only_gru, str(tmp_path / "g.onnx"))
+    only_gru = dataclasses.replace(learned, runs=[gru], best=0, members=())
+    narx = dataclasses.replace(run, structure="narx")
+    loop = dataclasses.replace(learned, runs=[narx], best=0, members=())
+    backend = keras.backend.backend()
+    expected = {"jax": (None, None), "tensorflow": (None, "jax"), "torch": ("jax", "jax")}[backend]
+    assert (conversion_backend(only_gru), conversion_backend(loop)) == expected
+    assert conversion_backend(loop, format="litert") is None
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "jax2onnx" else real(name, *a)
+    )
+    if backend != "jax":
+        with pytest.raises(
+            ValueError, match=r'on JAX needs jax2onnx: pip install "keras-mgu\[export-jax,jax\]"'
+        ):
+            conversion_backend(loop)
 
 
 @BACKEND_INDEPENDENT

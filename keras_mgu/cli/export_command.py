@@ -94,17 +94,28 @@ def read_inputs(args: argparse.Namespace) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Load the model, write the ONNX file, print its inputs and outputs; exit status 0."""
+    import keras
+
     from keras_mgu.sysid.files.onnx_export import (
+        conversion_backend,
         export_simulator,
         import_exporters,
         onnx_output_name,
+        unconvertible,
     )
 
     import_exporters(args.format)  # before loading: Keras's serialisation imports TensorFlow
     found = load_model(args.model)
     try:
+        elsewhere = conversion_backend(found, args.format)
+        if elsewhere is not None:
+            print(
+                f"converted on the {elsewhere} backend: the {keras.backend.backend()} backend's "
+                f"exporter cannot convert this model ({unconvertible(found)})",
+                flush=True,
+            )
         model = export_simulator(found, args.out, format=args.format)
-    except (ValueError, ImportError) as err:
+    except (ValueError, ImportError, RuntimeError) as err:
         raise OptionError(f"cannot export: {err}") from err
     inputs = ", ".join(f"{x.name} {_shape(x.shape)}" for x in model.inputs)
     print(f"inputs: {inputs} (physical units: {', '.join(found.input_names)})")

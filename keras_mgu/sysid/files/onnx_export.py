@@ -10,7 +10,11 @@ itself needs no second output).
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+import tempfile
 from typing import Any
 
 import keras
@@ -21,10 +25,67 @@ from keras_mgu.sysid.files.standalone import INPUT_NAMES, exported_runs, standal
 __all__ = [
     "METADATA_LEVELS",
     "band_metadata",
+    "conversion_backend",
     "export_simulator",
     "import_exporters",
     "onnx_output_name",
 ]
+
+#: The classes whose simulator is an ``ArxLoopCell`` run by ``FusedRNN`` (the lag classes).
+LOOP_CLASSES = ("narx", "loop", "linear", "polynomial")
+#: The backend every class converts on.
+CONVERTING_BACKEND = "jax"
+
+
+def unconvertible(found: Any, backend: str | None = None) -> str | None:
+    """Why ``backend``'s ONNX route (default: the active one) cannot convert ``found``; or None.
+
+    TensorFlow's route leaves a lag class's fused loop as a ``PartitionedCall``,
+    which onnxruntime does not run; PyTorch's traces the loop, and Keras's GRU
+    and LSTM layers, at one sequence length. JAX's converts every class.
+    """
+    backend = backend or keras.backend.backend()
+    runs = exported_runs(found)
+    loops = sorted({run.structure for run in runs if run.structure in LOOP_CLASSES})
+    cells = sorted({run.config.cell for run in runs if run.structure not in LOOP_CLASSES} - {"mgu"})
+    if backend == "tensorflow" and loops:
+        return f"its exporter cannot convert the {'/'.join(loops)} class's loop"
+    if backend == "torch" and (loops or cells):
+        what = [f"the {'/'.join(loops)} class's loop"] if loops else []
+        what += [f"{'/'.join(c.upper() for c in cells)} layers"] if cells else []
+        return f"its exporter traces {' and '.join(what)} at one sequence length"
+    return None
+
+
+def conversion_backend(found: Any, format: str = "onnx") -> str | None:
+    """The backend :func:`export_simulator` converts ``found`` on, where not the active one.
+
+    None where the active backend's ONNX route converts it (or for other
+    formats). Raises a ``ValueError`` (one line, what to do) where it cannot
+    and the JAX route (jax2onnx) is not installed.
+    """
+    from keras_mgu._onnx_extras import install_command, missing_onnx_packages
+
+    reason = unconvertible(found) if format == "onnx" else None
+    if reason is None:
+        return None
+    missing = missing_onnx_packages(CONVERTING_BACKEND) + (
+        [] if _installed(CONVERTING_BACKEND) else [CONVERTING_BACKEND]
+    )
+    if missing:
+        command, note = install_command(CONVERTING_BACKEND, missing)
+        raise ValueError(
+            f"the {keras.backend.backend()} backend cannot write this model's ONNX file "
+            f"({reason}), and the conversion on JAX needs {', '.join(missing)}: "
+            f'{command.replace("]", ",jax]")}{note}'
+        )
+    return CONVERTING_BACKEND
+
+
+def _installed(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
 
 
 def onnx_output_name(found: Any) -> str:
@@ -72,22 +133,21 @@ def export_simulator(found: Any, filepath: str, format: str = "onnx") -> keras.M
     exporters name it after an internal tensor). Returns the exported Keras
     model (its ``inputs`` name the file's inputs).
 
+    Where the active backend's ONNX route cannot convert the model
+    (:func:`conversion_backend`: a lag class's loop on TensorFlow or PyTorch,
+    GRU or LSTM layers on PyTorch), the file is written by the same function
+    on the JAX backend, in a child process given the model as a model file;
+    the model returned is then this backend's (not exported) simulator.
+
     Raises:
-        ValueError: GRU or LSTM runs on the PyTorch backend, whose Keras
-            layers the ONNX route traces at one sequence length (export on
-            the TensorFlow or JAX backend instead).
+        ValueError: the conversion needs the JAX route and it is not
+            installed (the message names the extra).
     """
     from keras_mgu.export import export
 
-    cells = sorted({run.config.cell for run in exported_runs(found)} - {"mgu"})
-    if cells and format == "onnx" and keras.backend.backend() == "torch":
-        raise ValueError(
-            f"Cannot export {'/'.join(c.upper() for c in cells)} networks to ONNX on the PyTorch "
-            "backend: Keras traces its GRU and LSTM layers there at one sequence length, so the "
-            "file would simulate no other length. Export on the TensorFlow or JAX backend "
-            "(KERAS_BACKEND=tensorflow or jax, or keras-mgu export --backend tensorflow); the "
-            "model file loads on any backend."
-        )
+    if conversion_backend(found, format) is not None:
+        _export_on(CONVERTING_BACKEND, found, str(filepath))
+        return standalone_simulator(found)
     import_exporters(format)
     model = standalone_simulator(found)
     # Keras exports only models that were called; 8 steps of zeros.
@@ -99,6 +159,26 @@ def export_simulator(found: Any, filepath: str, format: str = "onnx") -> keras.M
         if getattr(found, "band", None) is not None:
             _write_band_metadata(str(filepath), found.band)
     return model
+
+
+def _export_on(backend: str, found: Any, filepath: str) -> None:
+    """:func:`export_simulator` of ``found`` on ``backend``, in a child process."""
+    code = (
+        "import sys\n"
+        "from keras_mgu import sysid\n"
+        "from keras_mgu.sysid.files.onnx_export import export_simulator\n"
+        "export_simulator(sysid.load(sys.argv[1]), sys.argv[2])\n"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        model_file = found.save(os.path.join(folder, "model.kmgu"))
+        env = {**os.environ, "KERAS_BACKEND": backend}
+        done = subprocess.run(
+            [sys.executable, "-c", code, model_file, os.path.abspath(filepath)],
+            env=env, capture_output=True, text=True,
+        )  # fmt: skip
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise RuntimeError(f"The ONNX conversion on the {backend} backend failed: {last}")
 
 
 #: The levels whose free-run band half-widths an ONNX file's metadata carries.
