@@ -123,7 +123,7 @@ def _prune_initializers(graph: Any) -> int:
         del graph.initializer[:]
         graph.initializer.extend(kept)
     for node in graph.node:
-        for sub in _subgraphs(node):
+        for sub in onnx_subgraphs(node):
             removed += _prune_initializers(sub)
     return removed
 
@@ -133,12 +133,12 @@ def _read_names(graph: Any) -> set[str]:
     names = {value.name for value in graph.output}
     for node in graph.node:
         names.update(node.input)
-        for sub in _subgraphs(node):
+        for sub in onnx_subgraphs(node):
             names |= _read_names(sub)
     return names
 
 
-def _subgraphs(node: Any) -> list:
+def onnx_subgraphs(node: Any) -> list:
     """The graphs in ``node``'s attributes (the bodies of ``Loop``, ``If``, ``Scan``)."""
     graphs = []
     for attribute in node.attribute:

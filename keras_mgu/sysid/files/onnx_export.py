@@ -20,6 +20,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from keras_mgu.export import onnx_subgraphs
 from keras_mgu.sysid.files.standalone import INPUT_NAMES, exported_runs, standalone_simulator
 
 __all__ = [
@@ -239,23 +240,13 @@ def _rename_onnx_output(filepath: str, name: str) -> None:
     onnx.save(proto, filepath)
 
 
-def _subgraphs(node: Any) -> list:
-    """The graphs in ``node``'s attributes (the bodies of ``Loop``, ``If``, ``Scan``)."""
-    graphs = []
-    for attribute in node.attribute:
-        if attribute.HasField("g"):
-            graphs.append(attribute.g)
-        graphs.extend(attribute.graphs)
-    return graphs
-
-
 def _value_names(graph: Any) -> set[str]:
     """Every value name in ``graph`` and its subgraphs."""
     names = {v.name for v in (*graph.input, *graph.output, *graph.value_info)}
     names |= {t.name for t in graph.initializer}
     for node in graph.node:
         names |= {*node.input, *node.output} - {""}
-        for sub in _subgraphs(node):
+        for sub in onnx_subgraphs(node):
             names |= _value_names(sub)
     return names
 
@@ -270,5 +261,5 @@ def _rename_value(graph: Any, old: str, new: str) -> None:
             for i, value in enumerate(names):
                 if value == old:
                     names[i] = new
-        for sub in _subgraphs(node):
+        for sub in onnx_subgraphs(node):
             _rename_value(sub, old, new)
