@@ -21,6 +21,7 @@ from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.models.arx import LinearModel, select_linear_model
 from keras_mgu.sysid.models.signals import SignalPath
 from keras_mgu.sysid.training.lag_run import LAG_CLASSES, lag_config, lag_orders
+from keras_mgu.sysid.training.polynomial_run import polynomial_config
 from keras_mgu.sysid.training.run import shortest
 
 __all__ = ["Structure", "lag_structures", "model_classes", "structures"]
@@ -70,11 +71,14 @@ def lag_structures(data: SysIdData, config: RecipeConfig, classes: Sequence[str]
     anchor = chosen
     if anchor is None and table:
         anchor = LinearModel.fit(est.u, est.y, min(table, key=_val_rmse)["na"])
+    n = est.n_samples
     return [
         Structure(
             name,
             SignalPath(outer),
-            lag_config(config, linear, est.n_samples, name),
+            polynomial_config(config, linear, n)
+            if name == "polynomial"
+            else lag_config(config, linear, n, name),
             linear,
             anchor,
         )

@@ -33,6 +33,7 @@ from keras_mgu.sysid.judging.noise_model import fit_noise_model
 from keras_mgu.sysid.judging.scoring import equal_weights, error_rmse
 from keras_mgu.sysid.models.output_error import build_output_error
 from keras_mgu.sysid.training.lag_run import LAG_CLASSES, train_lag_run
+from keras_mgu.sysid.training.polynomial_run import train_polynomial_run
 from keras_mgu.sysid.training.population import PlannedRun, population_groups, train_population
 from keras_mgu.sysid.training.run import RunResult, train_simulator
 
@@ -183,6 +184,8 @@ class Restarts:
     def _train_lag(self, option: Structure, seed: int) -> RunResult:
         est, val = self.records[option.name]
         verbose = self.verbose if isinstance(self.verbose, int) and self.verbose > 1 else 0
+        if option.name == "polynomial":
+            return train_polynomial_run(est, val, option.config, seed, verbose)
         return train_lag_run(
             option.name, option.linear, est, val, option.config, seed, verbose, option.anchor
         )

@@ -75,9 +75,6 @@ from keras_mgu.sysid.models.loop import build_linear_loop
 from keras_mgu.sysid.models.loop_cell import regressor_bounds
 from keras_mgu.sysid.models.narx import build_narx
 from keras_mgu.sysid.models.output_error import build_output_error
-from keras_mgu.sysid.training.polynomial_run import LAGS as POLYNOMIAL_LAGS
-from keras_mgu.sysid.training.polynomial_run import LEARNING_RATE as POLYNOMIAL_RATE
-from keras_mgu.sysid.training.polynomial_run import train_polynomial_run
 from keras_mgu.sysid.training.run import RunResult
 from keras_mgu.sysid.training.trainer import fit_windows
 from keras_mgu.sysid.training.windows import measured_windows
@@ -138,7 +135,7 @@ PASSES, BATCH = 16, 32
 #: Most simulated samples (steps x window x batch) of a run at ``effort=1``.
 SAMPLE_BUDGET = 2 * 32_000 * 16 * BATCH
 #: One-step steps before the window steps, per window step of the first ``effort * ITERATIONS``.
-ONE_STEP = {"narx": 2.5, "loop": 0.5, "linear": 0.0, "polynomial": 0.0}
+ONE_STEP = {"narx": 2.5, "loop": 0.5, "linear": 0.0}
 
 
 def lag_orders(linear: LinearModel | None) -> int:
@@ -177,8 +174,6 @@ def lag_config(
     window = config.window or window_for_modes(linear, n_samples)
     iterations = config.iterations or lag_iterations(n_samples - na, window, config.effort)
     units = {"loop": config.units or (32,), "narx": NARX_HIDDEN}.get(name, ())
-    if name == "polynomial":  # its own lags, chosen in the fit: the start holds the longest
-        na = max(POLYNOMIAL_LAGS)
     return dataclasses.replace(
         config,
         cell=config.cell if name == "loop" else "mlp",
@@ -187,7 +182,7 @@ def lag_config(
         initial_state="encoder",
         n_initial=na,
         iterations=iterations,
-        learning_rate=POLYNOMIAL_RATE if name == "polynomial" else LEARNING_RATE,
+        learning_rate=LEARNING_RATE,
         weight_decay=0.0,
         window=window,
         batch_size=BATCH,
@@ -211,11 +206,9 @@ def train_lag_run(
     ``validation_score`` is the best validation RMSE (standardised) and
     ``best_iteration`` the step it was reached at (0: the ARX model itself).
     NARX and the loop fade to ``anchor`` (default ``linear``) outside
-    ``estimation``'s range. The polynomial class is fitted by least squares
-    (:mod:`~keras_mgu.sysid.training.polynomial_run`).
+    ``estimation``'s range. (The polynomial class trains by
+    :mod:`~keras_mgu.sysid.training.polynomial_run`.)
     """
-    if name == "polynomial":
-        return train_polynomial_run(estimation, validation, config, seed, verbose)
     bounds = regressor_bounds(
         (estimation.u.min(0), estimation.u.max(0)), (estimation.y.min(0), estimation.y.max(0)),
         *linear.orders,

@@ -39,6 +39,7 @@ import numpy as np
 
 from keras_mgu.datasets import Record
 from keras_mgu.sysid.config import RecipeConfig
+from keras_mgu.sysid.models.arx import LinearModel
 from keras_mgu.sysid.models.polynomial import (
     PolynomialNarx,
     candidate_terms,
@@ -46,6 +47,7 @@ from keras_mgu.sysid.models.polynomial import (
     lag_regressors,
     term_values,
 )
+from keras_mgu.sysid.training.lag_run import WindowSchedule, lag_config, train_lag_model
 from keras_mgu.sysid.training.run import RunResult
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "LEARNING_RATE",
     "MAX_TERMS",
     "fit_polynomial",
+    "polynomial_config",
     "train_polynomial_run",
 ]
 
@@ -139,6 +142,16 @@ def free_run_errors(
     return total, count
 
 
+def polynomial_config(config: RecipeConfig, linear: LinearModel, n_samples: int) -> RecipeConfig:
+    """``config`` resolved for the polynomial class: the linear class's window and work.
+
+    ``n_initial`` is the longest lag of :data:`LAGS` (a run's own, once fitted,
+    is its model's) and the learning rate :data:`LEARNING_RATE`.
+    """
+    resolved = lag_config(config, linear, n_samples, "linear")
+    return dataclasses.replace(resolved, n_initial=max(LAGS), learning_rate=LEARNING_RATE)
+
+
 def fit_polynomial(
     estimation: Record,
     validation: Record,
@@ -215,8 +228,6 @@ def train_polynomial_run(
     (:func:`~keras_mgu.sysid.training.lag_run.train_lag_model`, the start
     kept otherwise). The run's ``config.n_initial`` is the model's lag.
     """
-    from keras_mgu.sysid.training.lag_run import WindowSchedule, train_lag_model
-
     start = time.perf_counter()
     fitted = _fitted(estimation, validation)
     model = fitted.keras_model()
