@@ -22,6 +22,7 @@ import numpy as np
 
 from keras_mgu.export import onnx_subgraphs
 from keras_mgu.sysid.files.standalone import INPUT_NAMES, exported_runs, standalone_simulator
+from keras_mgu.sysid.training.lag_run import LAG_CLASSES
 
 __all__ = [
     "METADATA_LEVELS",
@@ -32,8 +33,6 @@ __all__ = [
     "onnx_output_name",
 ]
 
-#: The classes whose simulator is an ``ArxLoopCell`` run by ``FusedRNN`` (the lag classes).
-LOOP_CLASSES = ("narx", "loop", "linear", "polynomial")
 #: The backend every class converts on.
 CONVERTING_BACKEND = "jax"
 
@@ -47,8 +46,8 @@ def unconvertible(found: Any, backend: str | None = None) -> str | None:
     """
     backend = backend or keras.backend.backend()
     runs = exported_runs(found)
-    loops = sorted({run.structure for run in runs if run.structure in LOOP_CLASSES})
-    cells = sorted({run.config.cell for run in runs if run.structure not in LOOP_CLASSES} - {"mgu"})
+    loops = sorted({run.structure for run in runs if run.structure in LAG_CLASSES})
+    cells = sorted({run.config.cell for run in runs if run.structure not in LAG_CLASSES} - {"mgu"})
     if backend == "tensorflow" and loops:
         return f"its exporter cannot convert the {'/'.join(loops)} class's loop"
     if backend == "torch" and (loops or cells):
@@ -78,7 +77,7 @@ def conversion_backend(found: Any, format: str = "onnx") -> str | None:
         raise ValueError(
             f"the {keras.backend.backend()} backend cannot write this model's ONNX file "
             f"({reason}), and the conversion on JAX needs {', '.join(missing)}: "
-            f'{command.replace("]", ",jax]")}{note}'
+            f"{command.replace(']', ',jax]')}{note}"
         )
     return CONVERTING_BACKEND
 

@@ -235,7 +235,7 @@ class ArxLoopCell(FusedCell):
         self.initial_kernel = self._initial("kernel", kernel, (self.nz + self.n_inputs, n_outputs))
         self.initial_bias = self._initial("bias", bias, (n_outputs,))
         self.hidden = tuple(_check_order("hidden", h, 1) for h in hidden)
-        self.bounds = self._bounds(bounds)
+        self.bounds = _range_pair("bounds", bounds, (self.nz + self.n_inputs,))
         if anchor is None:
             anchor = (self.initial_kernel, self.initial_bias)
         self.anchor = (
@@ -261,7 +261,7 @@ class ArxLoopCell(FusedCell):
             if mask.shape != shape or not np.all((mask == 0) | (mask == 1)):
                 raise ValueError(f"`term_outputs` must be 0/1 of shape {shape}; got {mask.shape}.")
             self.term_outputs = mask
-        self.output_limits = self._limits(output_limits)
+        self.output_limits = _range_pair("output_limits", output_limits, (self.n_outputs,))
         self.branch_sizes = [] if isinstance(branch, str) else _sizes(branch.state_size)
         self.state_size = [self.nz, *self.branch_sizes]
         self.output_size = self.n_outputs
@@ -284,43 +284,6 @@ class ArxLoopCell(FusedCell):
                 f"constant one); received {terms!r}."
             )
         return array
-
-    def _limits(self, limits: Any) -> tuple[np.ndarray, np.ndarray] | None:
-        if limits is None:
-            return None
-        try:
-            lower, upper = (np.asarray(b, dtype=np.float64).reshape(-1) for b in limits)
-        except (TypeError, ValueError):
-            lower = upper = np.zeros(0)
-        shape = (self.n_outputs,)
-        if lower.shape != shape or upper.shape != shape or not np.all(upper > lower):
-            raise ValueError(
-                f"`output_limits` must be (lower, upper), finite arrays of shape {shape} "
-                f"with upper > lower; received {limits!r}."
-            )
-        return lower, upper
-
-    def _bounds(self, bounds: Any) -> tuple[np.ndarray, np.ndarray] | None:
-        if bounds is None:
-            return None
-        shape = (self.nz + self.n_inputs,)
-        try:
-            lower, upper = (np.asarray(b, dtype=np.float64) for b in bounds)
-        except (TypeError, ValueError):
-            lower = upper = None
-        if (
-            lower is None
-            or lower.shape != shape
-            or upper.shape != shape
-            or not (
-                np.all(np.isfinite(lower)) and np.all(np.isfinite(upper)) and np.all(upper > lower)
-            )
-        ):
-            raise ValueError(
-                f"`bounds` must be (lower, upper), finite arrays of shape {shape} with "
-                "upper > lower."
-            )
-        return lower, upper
 
     def build(self, input_shape: tuple) -> None:
         width = self.nz + self.n_inputs
@@ -461,6 +424,27 @@ class ArxLoopCell(FusedCell):
                 None if self.output_limits is None else [b.tolist() for b in self.output_limits]
             ),
         }
+
+
+def _range_pair(name: str, value: Any, shape: tuple) -> tuple[np.ndarray, np.ndarray] | None:
+    """``value`` as ``(lower, upper)``: finite arrays of ``shape``, ``upper > lower``; or None."""
+    if value is None:
+        return None
+    try:
+        lower, upper = (np.asarray(b, dtype=np.float64) for b in value)
+    except (TypeError, ValueError):
+        lower = upper = None
+    if (
+        lower is None
+        or lower.shape != shape
+        or upper.shape != shape
+        or not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper)))
+        or not np.all(upper > lower)
+    ):
+        raise ValueError(
+            f"`{name}` must be (lower, upper), finite arrays of shape {shape} with upper > lower."
+        )
+    return lower, upper
 
 
 def _sizes(state_size: Any) -> list[int]:

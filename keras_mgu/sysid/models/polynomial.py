@@ -84,10 +84,8 @@ def lag_regressors(u: np.ndarray, y: np.ndarray, na: int, nb: int) -> np.ndarray
     input lags ``1..nb - 1``, then ``u_t``.
     """
     lag, n = max(na, nb - 1), len(y)
-    parts = [y[lag - j : n - j] for j in range(1, na + 1)]
-    parts += [u[lag - j : n - j] for j in range(1, nb)]
-    parts.append(u[lag:])
-    return np.concatenate(parts, axis=1)
+    outputs = [y[lag - j : n - j] for j in range(1, na + 1)]
+    return np.concatenate([*outputs, _input_regressors(u, nb)[lag:]], axis=1)
 
 
 def regressor_names(
@@ -286,6 +284,14 @@ class PolynomialNarx:
             values["limits"] = tuple(np.asarray(b, dtype=np.float64) for b in values["limits"])
         return cls(**values)
 
+    def channel_names(
+        self, input_names: Sequence[str] = (), output_names: Sequence[str] = ()
+    ) -> tuple[list[str], list[str]]:
+        """The given channel names, else ``u0, u1, ...`` and ``y0, y1, ...``."""
+        inputs = list(input_names) or [f"u{m}" for m in range(self.n_inputs)]
+        outputs = list(output_names) or [f"y{i}" for i in range(self.n_outputs)]
+        return inputs, outputs
+
     def term_table(
         self, input_names: Sequence[str] = (), output_names: Sequence[str] = ()
     ) -> list[dict]:
@@ -293,8 +299,7 @@ class PolynomialNarx:
 
         Standardised signals (the term names use the channels' names).
         """
-        inputs = list(input_names) or [f"u{m}" for m in range(self.n_inputs)]
-        outputs = list(output_names) or [f"y{i}" for i in range(self.n_outputs)]
+        inputs, outputs = self.channel_names(input_names, output_names)
         names = regressor_names(inputs, outputs, self.na, self.nb)
         rows = []
         for i, output in enumerate(outputs):
@@ -320,8 +325,7 @@ def describe_polynomial(
     ``scaling``: the :class:`~keras_mgu.datasets.Normalizer` whose standardised
     signals the terms are in (its means and deviations are printed).
     """
-    inputs = list(input_names) or [f"u{m}" for m in range(model.n_inputs)]
-    outputs = list(output_names) or [f"y{i}" for i in range(model.n_outputs)]
+    inputs, outputs = model.channel_names(input_names, output_names)
     lines = [
         f"polynomial NARX: na={model.na}, nb={model.nb}, degree <= {model.degree}, "
         f"{len(model.terms)} terms; in standardised signals, x~ = (x - mean) / std:"

@@ -87,6 +87,7 @@ __all__ = [
     "lag_orders",
     "train_lag_model",
     "train_lag_run",
+    "window_schedule",
     "window_for_modes",
 ]
 
@@ -173,7 +174,7 @@ def lag_config(
     na = linear.orders[0]
     window = config.window or window_for_modes(linear, n_samples)
     iterations = config.iterations or lag_iterations(n_samples - na, window, config.effort)
-    units = {"loop": config.units or (32,), "narx": NARX_HIDDEN}.get(name, ())
+    units = {"loop": config.units or (32,), "narx": NARX_HIDDEN, "linear": ()}[name]
     return dataclasses.replace(
         config,
         cell=config.cell if name == "loop" else "mlp",
@@ -189,6 +190,14 @@ def lag_config(
         washout=0,
         validation_continues=False,
     )
+
+
+def window_schedule(config: RecipeConfig, one_step: int = 0) -> WindowSchedule:
+    """The :class:`WindowSchedule` of a lag run's resolved ``config``, ``one_step`` steps first."""
+    return WindowSchedule(
+        config.window, config.iterations, one_step, config.learning_rate,
+        config.decay_points, config.decay_rate, min(config.validation_checks, 20),
+    )  # fmt: skip
 
 
 def train_lag_run(
@@ -227,10 +236,7 @@ def train_lag_run(
     else:
         model = build_output_error(linear)
     one_step = int(ONE_STEP[name] * min(config.iterations, config.effort * ITERATIONS))
-    schedule = WindowSchedule(
-        config.window, config.iterations, one_step, config.learning_rate,
-        config.decay_points, config.decay_rate, min(config.validation_checks, 20),
-    )  # fmt: skip
+    schedule = window_schedule(config, one_step)
     info = train_lag_model(model, estimation, validation, schedule, seed, verbose=verbose)
     run = RunResult(model, seed, info["score"], info["iteration"], info["seconds"], None, config)
     run.validation_history = info["history"]

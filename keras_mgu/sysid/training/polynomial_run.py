@@ -32,7 +32,6 @@ not change.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 
 import numpy as np
@@ -47,7 +46,7 @@ from keras_mgu.sysid.models.polynomial import (
     lag_regressors,
     term_values,
 )
-from keras_mgu.sysid.training.lag_run import WindowSchedule, lag_config, train_lag_model
+from keras_mgu.sysid.training.lag_run import lag_config, train_lag_model, window_schedule
 from keras_mgu.sysid.training.run import RunResult
 
 __all__ = [
@@ -197,44 +196,26 @@ def _nested(model: PolynomialNarx, sets: np.ndarray, k: int) -> PolynomialNarx:
     )
 
 
-#: The least-squares fits of this process by their records' digest (a restart refits nothing).
-_FITS: dict[str, PolynomialNarx] = {}
-
-
-def _fitted(estimation: Record, validation: Record) -> PolynomialNarx:
-    """:func:`fit_polynomial`'s model, computed once per pair of records in a process."""
-    digest = hashlib.sha256()
-    for record in (estimation, validation):
-        for array in (record.u, record.y, np.asarray(record.experiments)):
-            digest.update(np.ascontiguousarray(array, dtype=np.float64).tobytes())
-            digest.update(str(array.shape).encode())
-    key = digest.hexdigest()
-    if key not in _FITS:
-        if len(_FITS) >= 8:
-            _FITS.pop(next(iter(_FITS)))
-        _FITS[key] = fit_polynomial(estimation, validation)[0]
-    return _FITS[key]
-
-
 def train_polynomial_run(
-    estimation: Record, validation: Record, config: RecipeConfig, seed: int, verbose: int = 0
+    estimation: Record,
+    validation: Record,
+    fitted: PolynomialNarx,
+    config: RecipeConfig,
+    seed: int,
+    verbose: int = 0,
 ) -> RunResult:
     """One run of the polynomial class on standardised records (module docstring).
 
-    The least-squares model (:func:`fit_polynomial`), then its coefficients
-    refined on the simulation error of windows (``config``'s window,
-    iterations and learning rate, windows drawn by ``seed``) where that
-    simulates the validation record better
-    (:func:`~keras_mgu.sysid.training.lag_run.train_lag_model`, the start
-    kept otherwise). The run's ``config.n_initial`` is the model's lag.
+    ``fitted``, the least-squares model (:func:`fit_polynomial`, the same for
+    every run of the class), has its coefficients refined on the simulation
+    error of windows (``config``'s window, iterations and learning rate,
+    windows drawn by ``seed``) where that simulates the validation record
+    better (:func:`~keras_mgu.sysid.training.lag_run.train_lag_model`, the
+    start kept otherwise). The run's ``config.n_initial`` is the model's lag.
     """
     start = time.perf_counter()
-    fitted = _fitted(estimation, validation)
     model = fitted.keras_model()
-    schedule = WindowSchedule(
-        config.window, config.iterations, 0, config.learning_rate, config.decay_points,
-        config.decay_rate, min(config.validation_checks, 20),
-    )  # fmt: skip
+    schedule = window_schedule(config)
     info = train_lag_model(model, estimation, validation, schedule, seed, verbose=verbose)
     config = dataclasses.replace(config, n_initial=fitted.lag, units=())
     seconds = time.perf_counter() - start
