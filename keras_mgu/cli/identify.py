@@ -631,8 +631,13 @@ def results_row(
         "chosen_seed": found.runs[found.best].seed,
         "averaged_seeds": [found.runs[k].seed for k in found.members],
         "ensemble": [
-            {"run": k + 1, "seed": found.runs[k].seed, "weight": w}
-            for k, w in member_weights(found.members or (found.best,)).items()
+            {
+                "run": k + 1,
+                "class": found.runs[k].structure,
+                "seed": found.runs[k].seed,
+                "weight": w,
+            }
+            for k, w in member_weights(found.kept).items()
         ],
         "config": dataclasses.asdict(found.config),
         "rmse": evaluation.rmse,

@@ -177,7 +177,7 @@ def describe_selection(found: Any) -> str:
     from keras_mgu.sysid.choice.selection import describe_members
 
     rule = found.config.selection
-    chosen = describe_members(found.members or (found.best,))
+    chosen = describe_members(found.kept, [run.structure for run in found.runs])
     how = "chosen greedily on the validation RMSE" if found.members else "best on validation"
     return f"model kept ({rule}): {chosen}, {how}"
 

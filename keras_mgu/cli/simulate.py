@@ -366,7 +366,7 @@ def _describe(found: Any) -> str:
     from keras_mgu.sysid.choice.selection import describe_members
 
     state = found.runs[found.best].config.initial_state
-    runs = describe_members(found.members or (found.best,))
+    runs = describe_members(found.kept, [run.structure for run in found.runs])
     return f"{model_label(found)}, {state} state, {runs}"
 
 

@@ -92,6 +92,11 @@ class Identification:
     arx: Any = None
 
     @property
+    def kept(self) -> tuple[int, ...]:
+        """The runs the model averages, repeats as weights: ``members``, or the best run alone."""
+        return self.members or (self.best,)
+
+    @property
     def model(self) -> keras.Model:
         """The chosen run's network (standardised units; see ``path``)."""
         return self.runs[self.best].model
@@ -156,7 +161,7 @@ class Identification:
                     f"`y_initial` has {len(y_initial)} samples; give between 1 and {len(u) - 1} "
                     f"(fewer than the {len(u)} samples of `u`, so that some are left to simulate)."
                 )
-        counts = collections.Counter(self.members or (self.best,))
+        counts = collections.Counter(self.kept)
         sims = [RunSimulator(self.runs[k], self.start).simulate(u, y_initial) for k in counts]
         y = np.average(sims, axis=0, weights=list(counts.values()))
         if level is None:
@@ -222,7 +227,7 @@ class Identification:
                 f"`n_initial` must be in [1, N={len(u)}) to leave samples to predict; received {n}."
             )
         horizons = tuple(int(k) for k in horizons)
-        counts = collections.Counter(self.members or (self.best,))
+        counts = collections.Counter(self.kept)
         preds = [
             RunSimulator(self.runs[k], self.start).predictions(u, y, horizons, n) for k in counts
         ]
@@ -251,7 +256,7 @@ class Identification:
         """
         n = min(self.resolve_n_initial(n_initial), record.n_samples - 1)
         runs = list(self.runs)
-        for k in set(self.members or (self.best,)):
+        for k in set(self.kept):
             if runs[k].structure in NETWORK_CLASSES or runs[k].noise is None:
                 continue
             limit = RunSimulator(runs[k], self.start).choose_window_horizon(record.u, record.y, n)
@@ -369,7 +374,7 @@ class Identification:
         """
         from keras_mgu.sysid.models.polynomial import describe_polynomial
 
-        members = sorted(set(self.members or (self.best,)))
+        members = sorted(set(self.kept))
         names = ", ".join(f"run {k + 1} ({self.runs[k].structure})" for k in members)
         lines = [f"the chosen model: {names}" + (", averaged" if len(members) > 1 else "")]
         for k in members:
@@ -386,7 +391,7 @@ class Identification:
         Rows as :meth:`~keras_mgu.sysid.models.polynomial.PolynomialNarx.term_table`'s.
         """
         rows = []
-        for k in sorted(set(self.members or (self.best,))):
+        for k in sorted(set(self.kept)):
             model = self.runs[k].polynomial
             if model is not None:
                 table = model.term_table(self.input_names, self.output_names)

@@ -32,7 +32,7 @@ from keras_mgu.sysid.identification import Identification
 from keras_mgu.sysid.judging.noise_model import fit_noise_model
 from keras_mgu.sysid.judging.scoring import equal_weights, error_rmse
 from keras_mgu.sysid.models.output_error import build_output_error
-from keras_mgu.sysid.training.lag_run import LAG_CLASSES, train_lag_run
+from keras_mgu.sysid.training.lag_run import train_lag_run
 from keras_mgu.sysid.training.polynomial_run import fit_polynomial, train_polynomial_run
 from keras_mgu.sysid.training.population import PlannedRun, population_groups, train_population
 from keras_mgu.sysid.training.run import RunResult, train_simulator
@@ -47,14 +47,13 @@ def best_run(runs: list[RunResult], pool: Sequence[int] | None = None) -> int:
 
 
 def selection_pool(runs: list[RunResult], winner: str) -> list[int]:
-    """The runs the selection chooses from: the winning lag class's, or every other run.
+    """The runs the selection chooses from: the winning class's.
 
-    Runs of one pool share their validation protocol (the same scored samples),
-    so their simulations can be averaged; an average exports as one model.
+    Runs of one class share their validation protocol (the same scored
+    samples), so their simulations can be averaged; an average exports as one
+    model, and what it averages is one class's runs, as the report says.
     """
-    if winner in LAG_CLASSES:
-        return [k for k, run in enumerate(runs) if run.structure == winner]
-    return [k for k, run in enumerate(runs) if run.structure not in LAG_CLASSES]
+    return [k for k, run in enumerate(runs) if run.structure == winner]
 
 
 class Restarts:
@@ -121,7 +120,8 @@ class Restarts:
         if rule != "best":
             members = tuple(pool[k] for k in select([runs[k].choice_error for k in pool], rule))
         if self.verbose and members:
-            print(f"selection ({rule}): {describe_members(members)}", flush=True)
+            classes = [run.structure for run in runs]
+            print(f"selection ({rule}): {describe_members(members, classes)}", flush=True)
         est, arx = self.data.estimation, self.arx_run(config)
         return Identification(
             runs, best_run(runs, pool), self.data.n_initial, self.first, linear_table, members,

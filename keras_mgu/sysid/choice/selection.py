@@ -98,10 +98,20 @@ def member_weights(members: Sequence[int]) -> dict[int, float]:
     return {k: c / len(members) for k, c in counts.items()}
 
 
-def describe_members(members: Sequence[int]) -> str:
-    """The selection in words, runs numbered from 1: ``"... run 4 (weight 2/3) and run 1 ..."``."""
+def describe_members(members: Sequence[int], classes: Sequence[str] | None = None) -> str:
+    """The selection in words, runs numbered from 1: ``"... run 4 (weight 2/3) and run 1 ..."``.
+
+    ``classes[k]`` (optional) is run ``k``'s model class, named beside it:
+    ``"run 4 (network, weight 2/3)"``.
+    """
     counts = collections.Counter(int(k) for k in members)
+
+    def run(k: int, weight: str = "") -> str:
+        notes = [classes[k]] if classes is not None else []
+        notes += [weight] if weight else []
+        return f"run {k + 1}" + (f" ({', '.join(notes)})" if notes else "")
+
     if len(counts) == 1:
-        return f"run {next(iter(counts)) + 1} alone"
-    parts = [f"run {k + 1} (weight {c}/{len(members)})" for k, c in counts.items()]
+        return f"{run(next(iter(counts)))} alone"
+    parts = [run(k, f"weight {c}/{len(members)}") for k, c in counts.items()]
     return "the weighted average of " + ", ".join(parts[:-1]) + f" and {parts[-1]}"

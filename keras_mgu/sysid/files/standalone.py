@@ -122,7 +122,7 @@ def standalone_simulator(found: Any) -> keras.Model:
     Returns:
         ``u -> y`` (learned state) or ``[u_initial, y_initial, u] -> y`` (encoder).
     """
-    counts = collections.Counter(found.members or (found.best,))
+    counts = collections.Counter(found.kept)
     states = {found.runs[k].config.initial_state for k in counts}
     if len(states) != 1:
         raise ValueError(f"The averaged runs mix initial states {sorted(states)}; cannot export.")
@@ -155,4 +155,4 @@ def standalone_simulator(found: Any) -> keras.Model:
 
 def exported_runs(found: Any) -> list:
     """The runs the simulator holds: the averaged ones, else the best."""
-    return [found.runs[k] for k in sorted(set(found.members or (found.best,)))]
+    return [found.runs[k] for k in sorted(set(found.kept))]

@@ -111,4 +111,22 @@ def test_the_selection_is_said_in_words_runs_numbered_from_one():
         "the weighted average of run 2 (weight 2/3) and run 1 (weight 1/3)"
     )
     assert describe_members((0, 3, 1)).count("weight 1/3") == 3
+    classes = ["network", "linear+network"]
+    assert describe_members((1, 1, 0), classes) == (
+        "the weighted average of run 2 (linear+network, weight 2/3) and run 1 (network, weight 1/3)"
+    )
+    assert describe_members((0,), classes) == "run 1 (network) alone"
     assert member_weights((1, 1, 0)) == pytest.approx({1: 2 / 3, 0: 1 / 3})
+
+
+def test_an_average_is_the_winning_class_runs_alone():
+    """Runs of the network and of the network on a linear model's residual are never mixed."""
+    import types
+
+    from keras_mgu.sysid.choice.restarts import selection_pool
+
+    classes = ["network", "linear+network", "narx", "network", "polynomial", "network"]
+    runs = [types.SimpleNamespace(structure=c) for c in classes]
+    assert selection_pool(runs, "network") == [0, 3, 5]
+    assert selection_pool(runs, "linear+network") == [1]
+    assert selection_pool(runs, "polynomial") == [4]
