@@ -178,9 +178,9 @@ def test_selection_option_averages_runs_chosen_on_validation(tmp_path, capsys):
     [  # usage: a wrong command line shows the usage; a bad value or file is one line
         (["--dataset", "wh2009"], "--dataset wh2009 needs --data-path", True),
         (["--dataset", "emps", "--data-path", "/no/such/folder"], "no such file or folder", False),
-        (["--train-csv", "est.csv"], "--train and --test go together", True),
-        (["--train", "a.csv", "b.csv"], "--train and --test go together", True),
-        (["--val", "v.csv"], "--val and --columns go with --train and --test", True),
+        (["--train-csv", "/no/est.csv"], "--train: no such file", False),
+        (["--test", "t.csv"], "--test, --val and --columns go with --train", True),
+        (["--val", "v.csv"], "--test, --val and --columns go with --train", True),
         (["--train", "/no/a.csv", "--test", "/no/t.csv"], "--train: no such file", False),
         (["--val-fraction", "1"], "argument --val-fraction: expected a number between 0 and 1",
          False),
@@ -559,6 +559,26 @@ def test_identify_own_files_of_several_experiments(tmp_path, capsys):
     assert config["validation_continues"] is False and config["linear_prior"] is False
     assert set(mgu["structures"]) == {"network"}
     assert np.isfinite(mgu["rmse"]) and last_line_rmse(out) > 0
+    assert mgu["scored_on"] == "test"
+
+
+@END_TO_END
+def test_identify_own_files_without_a_test_record(tmp_path, capsys):
+    """--train alone identifies, and the validation record is scored, said everywhere."""
+    train, _, _ = write_experiments(tmp_path)
+    argv = ["identify", *TINY, "--iterations", "2", "--restarts", "1", "--train", *train]
+    argv += ["--inputs", "0", "--outputs", "1", "--n-initial", "10", "--out", str(tmp_path / "out")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    [mgu] = json.loads((tmp_path / "out" / "results.json").read_text())["runs"].values()
+    assert mgu["scored_on"] == "validation" and np.isfinite(mgu["rmse"])
+    assert "no test record; inputs" in out and out.count("no test record (--test)") == 2
+    assert "test RMSE" not in out and "validation RMSE (all, estimation start)" in out
+    last = out.strip().splitlines()[-1]
+    assert re.fullmatch(r"validation RMSE: [0-9.]+", last), last
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert (tmp_path / "out" / mgu["name"] / "validation_simulation.png").exists()
+        assert not (tmp_path / "out" / mgu["name"] / "test_simulation.png").exists()
 
 
 @BACKEND_INDEPENDENT

@@ -68,8 +68,10 @@ semicolon-, tab- or whitespace-separated, with or without a header row (decimal
 point only); MATLAB .mat (v7; variable names are the columns; N x k matrices give
 columns NAME_0 ... NAME_k-1); NumPy .npz (array names are the columns). Columns of
 files without names are known by 0-based index, or name them with --columns.
-Several --train files are separate experiments: no training window crosses from
-one into the next, each starts from its own state.
+Without --test the model is identified all the same and the validation record
+(--val, or the end of the last --train file) is scored, said so in the report
+and in results.json (scored_on). Several --train files are separate experiments:
+no training window crosses from one into the next, each starts from its own state.
 
 examples:
   keras-mgu identify                                  # simulated tanks, MGU
@@ -77,6 +79,7 @@ examples:
   keras-mgu identify --dataset cascaded-tanks --data-path dataBenchmark.csv
   keras-mgu identify --dataset wh2009 --data-path data/wh2009 --effort 4
   keras-mgu identify --train est.csv --test test.csv --inputs u1 u2 --outputs y --ts 0.1
+  keras-mgu identify --train est.csv --inputs u --outputs y   # no test record yet
   keras-mgu identify --train run1.mat run2.mat --val run3.mat --test run4.mat \\
       --inputs pump --outputs level --ts 4
   keras-mgu identify --train est.txt --test test.txt --columns u y   # writematrix output
@@ -202,7 +205,9 @@ def add_arguments(parser: argparse.ArgumentParser, residual_lags: bool = True) -
     data.add_argument("--train", nargs="+", metavar="FILE",
                       help="your own estimation data (replaces --dataset): one file per "
                       "experiment, .csv/.txt/.tsv/.dat/.asc, .mat or .npz")  # fmt: skip
-    data.add_argument("--test", metavar="FILE", help="your own test record (same columns)")
+    data.add_argument("--test", metavar="FILE",
+                      help="your own test record (same columns; optional: without it the "
+                      "validation record is scored, and it chose the model)")  # fmt: skip
     data.add_argument("--val", metavar="FILE",
                       help="your own validation record (default: the end of the last --train "
                       "experiment, see --val-fraction)")  # fmt: skip
@@ -368,11 +373,9 @@ def check_arguments(args: argparse.Namespace) -> None:
     """Reject bad combinations (:class:`UsageError`) and missing files (:class:`OptionError`);
     apply ``--quick``'s caps."""
     _merge_csv_options(args)
-    if (args.train is None) != (args.test is None):
-        raise UsageError("--train and --test go together (your own estimation and test data)")
     own = args.train is not None
-    if not own and (args.val is not None or args.columns is not None):
-        raise UsageError("--val and --columns go with --train and --test (your own files)")
+    if not own and (args.test is not None or args.val is not None or args.columns is not None):
+        raise UsageError("--test, --val and --columns go with --train (your own files)")
     measured = args.dataset != "simulated-tanks"
     if own and measured:
         raise UsageError("--train/--test replace --dataset; give one or the other")
@@ -404,9 +407,8 @@ def own_data(args: argparse.Namespace):
 
     experiments = [read(path) for path in args.train]
     validation = None if args.val is None else read(args.val)
-    return datasets.SysIdData.from_experiments(
-        experiments, read(args.test), validation, args.val_fraction
-    )
+    test = None if args.test is None else read(args.test)
+    return datasets.SysIdData.from_experiments(experiments, test, validation, args.val_fraction)
 
 
 def load_data(args: argparse.Namespace):
@@ -436,6 +438,13 @@ def read_inputs(args: argparse.Namespace) -> None:
     """``args.data`` and ``args.scored_from``: the data read and checked before a backend loads."""
     args.data = load_data(args)
     args.scored_from = benchmark_n_initial(args, args.data)
+    args.scored_record = scored_record(args)
+
+
+def scored_record(args: argparse.Namespace) -> str:
+    """Which record the scores are of: ``"test"``, or ``"validation"`` where ``--train``
+    came without ``--test`` (the validation record stands in; it chose the model)."""
+    return "validation" if args.train and args.test is None else "test"
 
 
 def benchmark_n_initial(args: argparse.Namespace, data: Any) -> int:
@@ -448,8 +457,8 @@ def benchmark_n_initial(args: argparse.Namespace, data: Any) -> int:
     n_initial = DEFAULT_N_INITIAL if n_initial is None else int(n_initial)
     if n_initial >= data.test.n_samples:
         raise OptionError(
-            f"--n-initial {n_initial} leaves no sample of the {data.test.n_samples}-sample test "
-            "record to score"
+            f"--n-initial {n_initial} leaves no sample of the {data.test.n_samples}-sample "
+            f"{scored_record(args)} record to score"
         )
     return n_initial
 
@@ -562,12 +571,15 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
     label = report.model_label(found)
     row = {"model": kind, "name": run_name(config), "label": label}
     row.update(results_row(found, evaluation, seconds, getattr(data, "protocol", None)))
-    report.print_scores(label, row, test, n_initial, getattr(data, "protocol", None))
+    role = getattr(args, "scored_record", "test")
+    row["scored_on"] = role
+    report.print_scores(label, row, test, n_initial, getattr(data, "protocol", None), role)
     print(report.describe_selection(found))
     if row["terms"]:
         print(found.describe())
     folder = os.path.join(args.out, row["name"])
-    print(report.plot_results(label, test, evaluation, training_history(found), folder), flush=True)
+    plots = report.plot_results(label, test, evaluation, training_history(found), folder, role)
+    print(plots, flush=True)
     row["model_file"] = save_model_file(found, kind, folder)
     print(f"model file: {row['model_file']}", flush=True)
     return row
@@ -677,7 +689,8 @@ def run(args: argparse.Namespace) -> dict[str, dict]:
     data, n_initial = args.data, args.scored_from
     earlier = report.read_results(args.out)  # refuses a results.json it cannot extend
     backend = keras.backend.backend()
-    report.print_data(backend, _data_name(args), data, n_initial)
+    role = getattr(args, "scored_record", None) or scored_record(args)
+    report.print_data(backend, _data_name(args), data, n_initial, role)
     if args.compare:
         print_estimates(data, args)
     results = {kind: identify_model(kind, data, args, n_initial) for kind in _models(args)}
@@ -693,7 +706,7 @@ def run(args: argparse.Namespace) -> dict[str, dict]:
     runs = {row["name"]: {**summary, **row} for row in results.values()}
     path = report.write_results(args.out, earlier, runs)
     print(f"\nresults: {path}")
-    report.print_summary(results, data.test, n_initial, getattr(data, "protocol", None))
+    report.print_summary(results, data.test, n_initial, getattr(data, "protocol", None), role)
     return results
 
 

@@ -54,17 +54,30 @@ def _unit(protocol: Any) -> str:
     return protocol.unit or "record units"
 
 
-def print_data(backend: str, name: str, data: Any, n_initial: int) -> None:
-    """Backend, record sizes and channels, and how the test record is scored."""
+#: The scores' record without a test record: the validation record, which chose the model.
+NO_TEST = (
+    "no test record (--test): the scores below are the validation record's, the record that "
+    "chose the model, so they flatter it"
+)
+
+
+def print_data(backend: str, name: str, data: Any, n_initial: int, role: str = "test") -> None:
+    """Backend, record sizes and channels, and how the scored record (``role``) is scored.
+
+    ``role="validation"``: no test record was given; the validation record is scored.
+    """
     est, val, test = data.estimation, data.validation, data.test
     print(f"backend: {backend}")
+    scored = f"test {test.n_samples} samples" if role == "test" else "no test record"
     print(
         f"data: {name}; estimation {est.n_samples}, validation {val.n_samples}, "
-        f"test {test.n_samples} samples; inputs {list(test.input_names)}, "
+        f"{scored}; inputs {list(test.input_names)}, "
         f"outputs {list(test.output_names)}; sample time {test.ts:g} s"
     )
+    if role != "test":
+        print(NO_TEST)
     protocol = getattr(data, "protocol", None)
-    line = "scoring: test RMSE and fit % over all samples"
+    line = f"scoring: {role} RMSE and fit % over all samples"
     if n_initial > 0:
         line += f", and from sample {n_initial} on (benchmark)"
     if protocol is not None:
@@ -77,53 +90,57 @@ def _fit(values: Any) -> str:
     return ", ".join(f"{v:.1f}" for v in values) + " %"
 
 
-def print_scores(kind: str, row: Mapping[str, Any], test: Any, n: int, protocol: Any) -> None:
-    """One model's test scores: free run, from the first ``n`` outputs, k steps ahead, residuals."""
+def print_scores(
+    kind: str, row: Mapping[str, Any], test: Any, n: int, protocol: Any, role: str = "test"
+) -> None:
+    """One model's scores on ``test`` (the ``role`` record): free run, from the first ``n``
+    outputs, k steps ahead, residuals."""
     print(
-        f"{kind} test, free run from the estimation record's start state, all {test.n_samples} "
+        f"{kind} {role}, free run from the estimation record's start state, all {test.n_samples} "
         f"samples: RMSE {fixed(row['rmse'])}, fit {_fit(row['fit_percent'])}"
     )
     if n > 0:
         print(
-            f"{kind} test, the state set by the first {n} measured outputs, scored from sample "
+            f"{kind} {role}, the state set by the first {n} measured outputs, scored from sample "
             f"{n}: RMSE {fixed(row['rmse_benchmark'])}, fit {_fit(row['fit_percent_benchmark'])}"
         )
     prediction = row.get("prediction")
     if prediction is not None:
         print(
-            f"{kind} test, {prediction['steps_ahead']}-step-ahead prediction, scored from sample "
+            f"{kind} {role}, {prediction['steps_ahead']}-step-ahead prediction, scored from sample "
             f"{n}: RMSE {fixed(prediction['rmse'])}, fit {_fit(prediction['fit_percent'])}"
         )
     if protocol is not None:
-        line = f"{kind} test RMSE in {_unit(protocol)}: {row['rmse_in_unit']:.4g} (all)"
+        line = f"{kind} {role} RMSE in {_unit(protocol)}: {row['rmse_in_unit']:.4g} (all)"
         if n > 0:
             line += f", {row['rmse_benchmark_in_unit']:.4g} (from sample {n})"
         print(line)
-    for line in (_band_line(kind, row.get("band")), _reference_line(row.get("reference"), n)):
+    lines = _band_line(kind, row.get("band"), role), _reference_line(row.get("reference"), n, role)
+    for line in lines:
         if line:
             print(line)
     print_outputs(row, n)
-    print(_spread(test))
+    print(_spread(test, role))
     print(f"{kind} residuals {_residual_source(n)}: {row['residuals']['summary']}")
 
 
-def _band_line(kind: str, band: Mapping[str, Any] | None) -> str | None:
-    """The band's level and the share of the test samples inside it."""
+def _band_line(kind: str, band: Mapping[str, Any] | None, role: str = "test") -> str | None:
+    """The band's level and the share of the scored record's samples inside it."""
     if band is None:
         return None
     cover = band["coverage"]
     steps = ", ".join(f"{cover[k]:.3f} ({k}-step)" for k in cover if k != "simulation")
     return (
-        f"{kind} test, band {band['level']:g} (calibrated on validation): share of the samples "
+        f"{kind} {role}, band {band['level']:g} (calibrated on validation): share of the samples "
         f"inside it {cover['simulation']:.3f} (simulation), {steps}"
     )
 
 
-def _reference_line(reference: Mapping[str, Any] | None, n: int) -> str | None:
-    """The ARX reference's and the last-sample predictor's test RMSE."""
+def _reference_line(reference: Mapping[str, Any] | None, n: int, role: str = "test") -> str | None:
+    """The ARX reference's and the last-sample predictor's RMSE on the scored record."""
     if reference is None:
         return None
-    line = f"reference on the test, from sample {n}: "
+    line = f"reference on the {role}, from sample {n}: "
     arx = reference.get("arx")
     if arx is not None:
         line += (f"ARX simulation RMSE {fixed(arx['simulation'])}, ARX one-step RMSE "
@@ -144,13 +161,13 @@ def print_outputs(row: Mapping[str, Any], n: int) -> None:
         print(line)
 
 
-def _spread(test: Any) -> str:
+def _spread(test: Any, role: str = "test") -> str:
     """``std of the test output: s`` (several outputs: each by name)."""
     stds = np.std(test.y, axis=0)
     if len(stds) == 1:
-        return f"std of the test output: {fixed(stds[0])}"
+        return f"std of the {role} output: {fixed(stds[0])}"
     names = test.output_names or tuple(f"y{i}" for i in range(len(stds)))
-    return "std of the test outputs: " + ", ".join(
+    return f"std of the {role} outputs: " + ", ".join(
         f"{name} {fixed(value)}" for name, value in zip(names, stds, strict=True)
     )
 
@@ -186,8 +203,8 @@ def describe_selection(found: Any) -> str:
 SERIES_PLOTS = ("simulation", "residual")
 
 
-def _plot_test(kind: str, record: Any, evaluation: Any, name: str, out: str) -> str:
-    """``test_<name>.png``: the headline's simulation (or residual) of every output.
+def _plot_test(kind: str, record: Any, evaluation: Any, name: str, out: str, role: str) -> str:
+    """``<role>_<name>.png``: the headline's simulation (or residual) of every output.
 
     With its band shaded and, beside the simulation, the ARX reference's
     simulation from the same measured outputs; below the simulation, the inputs.
@@ -200,16 +217,19 @@ def _plot_test(kind: str, record: Any, evaluation: Any, name: str, out: str) -> 
     if evaluation.reference_simulation is not None and head["scored_from"] > 0:
         others = (("ARX reference", evaluation.reference_simulation),)
     return plot_simulation(
-        record.time, record.y, head["simulation"], os.path.join(out, f"test_{name}.png"),
-        tuple(record.output_names), title=f"{kind}: {name} on the test record",
+        record.time, record.y, head["simulation"], os.path.join(out, f"{role}_{name}.png"),
+        tuple(record.output_names), title=f"{kind}: {name} on the {role} record",
         label=f"{kind}, simulated from {head['start']}", scored_from=head["scored_from"],
         residual=not simulation, band=band, others=others if simulation else (),
         u=record.u if simulation else None, input_names=tuple(record.input_names),
     )  # fmt: skip
 
 
-def plot_results(kind: str, record: Any, evaluation: Any, stopper: Any, out: str) -> str:
-    """The test plots, ``residuals.png`` and ``training.png`` in the folder ``out``.
+def plot_results(
+    kind: str, record: Any, evaluation: Any, stopper: Any, out: str, role: str = "test"
+) -> str:
+    """The scored record's plots (``test_*.png``, or ``validation_*.png`` for ``role``
+    ``"validation"``), ``residuals.png`` and ``training.png`` in the folder ``out``.
 
     Measured vs simulated outputs and the residual, one panel per output (the
     simulation of the :attr:`~keras_mgu.sysid.Evaluation.headline`; the
@@ -225,7 +245,7 @@ def plot_results(kind: str, record: Any, evaluation: Any, stopper: Any, out: str
     from keras_mgu import plotting
 
     os.makedirs(out, exist_ok=True)
-    paths = [_plot_test(kind, record, evaluation, name, out) for name in SERIES_PLOTS]
+    paths = [_plot_test(kind, record, evaluation, name, out, role) for name in SERIES_PLOTS]
     title = f"{kind}: residual analysis {_residual_source(evaluation.n_initial)}"
     path = os.path.join(out, "residuals.png")
     paths.append(plotting.plot_residual_analysis(evaluation.residuals, path, title))
@@ -278,8 +298,9 @@ def write_results(out: str, earlier: Mapping[str, Any], runs: Mapping[str, Any])
 
 
 def print_summary(results: Mapping[str, Mapping[str, Any]], test: Any, n_initial: int,
-                  protocol: Any) -> None:  # fmt: skip
-    """The results table, the test output's spread and, last, ``test RMSE: <value>``.
+                  protocol: Any, role: str = "test") -> None:  # fmt: skip
+    """The results table, the scored output's spread and, last, ``test RMSE: <value>``
+    (``validation RMSE: <value>`` where no test record was given: ``role``).
 
     The last line is the first model's :attr:`~keras_mgu.sysid.Evaluation.headline`
     (the row's ``headline``), the line before it says which simulation that is.
@@ -287,10 +308,10 @@ def print_summary(results: Mapping[str, Mapping[str, Any]], test: Any, n_initial
     ``wall s`` is the training's wall time (runs trained side by side count once).
     """
     later = n_initial > 0
-    header = "| model | outputs | parameters | wall s | test RMSE (all, estimation start) |"
+    header = f"| model | outputs | parameters | wall s | {role} RMSE (all, estimation start) |"
     header += " fit % (all) |"
     if later:
-        header += f" test RMSE (from sample {n_initial}) |"
+        header += f" {role} RMSE (from sample {n_initial}) |"
     if protocol is not None:
         unit = _unit(protocol)
         header += f" all [{unit}] |" + (f" from sample {n_initial} [{unit}] |" if later else "")
@@ -306,10 +327,12 @@ def print_summary(results: Mapping[str, Mapping[str, Any]], test: Any, n_initial
             line += f" {r['rmse_in_unit']:.4g} |"
             line += f" {r['rmse_benchmark_in_unit']:.4g} |" if later else ""
         print(line)
-    print(_spread(test))
+    print(_spread(test, role))
     first, kind = next(iter(results.values())), next(iter(results))
     head = first["headline"]
     scored = f"from sample {head['scored_from']}" if head["scored_from"] else "all samples"
     label = first.get("label", kind)
-    print(f"test RMSE below: the {label}'s simulation from {head['start']}, {scored}")
-    print(f"test RMSE: {fixed(head['rmse'])}")
+    print(f"{role} RMSE below: the {label}'s simulation from {head['start']}, {scored}")
+    if role != "test":
+        print(NO_TEST)
+    print(f"{role} RMSE: {fixed(head['rmse'])}")
