@@ -942,6 +942,10 @@ def test_export_writes_an_onnx_simulator(model_file, tmp_path, capsys):
     assert "inputs: u (batch, N, 1) (physical units: u)" in printed
     assert "output: y (batch, N, 1) (physical units: y)" in printed  # named after the channel
     assert printed.strip().splitlines()[-1] == f"onnx: {out}"
+    assert "the file simulates u from the learned state, as the y_sim column" in printed
+    proto = onnx.load(out)
+    assert {p.key: p.value for p in proto.metadata_props}["keras_mgu.measured_samples"] == "0"
+    assert proto.graph.name == "simulator_from_the_learned_state"
     assert unused_initializers(onnx.load(out).graph) == []  # onnxruntime warns of each
     session = onnxruntime.InferenceSession(out, providers=["CPUExecutionProvider"])
     assert [o.name for o in session.get_outputs()] == ["y"]
@@ -1191,6 +1195,39 @@ def test_simulate_encoder_model_from_its_lag(encoder_file, tmp_path, capsys):
     assert header == ["y_sim", "y_sim_from20"]
     np.testing.assert_allclose(values[:, 1], found.simulate(data.test.u, data.test.y[:20])[:, 0],
                                rtol=1e-6)  # fmt: skip
+
+
+@pytest.mark.skipif(not HAS_ONNX_EXPORT, reason="the `export` extra is not installed")
+def test_an_encoder_models_onnx_file_states_its_n_and_agrees_with_simulate(
+    encoder_file, tmp_path, capsys
+):
+    """The file takes the encoder's n samples, says so, and computes simulate's y_sim_from<n>."""
+    import shutil
+
+    import onnx
+    import onnxruntime
+
+    path, found, data = encoder_file
+    model = shutil.copy(path, tmp_path / "mgu.kmgu")
+    assert main(["export", "--model", str(model)]) == 0  # no --out: named after its n
+    out = tmp_path / "mgu_from20.onnx"
+    printed = capsys.readouterr().out
+    assert printed.strip().splitlines()[-1] == f"onnx: {out}"
+    assert "starts from the first 20 measured samples" in printed
+    assert "y_sim_from20 column of keras-mgu simulate --n-initial 20" in printed
+    proto = onnx.load(str(out))
+    props = {prop.key: prop.value for prop in proto.metadata_props}
+    assert props["keras_mgu.measured_samples"] == "20"
+    assert proto.graph.name == "simulator_from_20_measured_samples"
+    csv = write_csv(tmp_path / "test.csv", data.test)
+    argv = ["simulate", "--model", str(model), "--data", csv, "--n-initial", "20"]
+    assert main([*argv, "--out", str(tmp_path / "sim.csv")]) == 0
+    want = column(tmp_path / "sim.csv", "y_sim_from20")[20:]
+    session = onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    u, y = data.test.u.astype("float32"), data.test.y.astype("float32")
+    feeds = {"u_initial": u[None, :20], "y_initial": y[None, :20], "u": u[None, 20:]}
+    (got,) = session.run(None, feeds)
+    np.testing.assert_allclose(got[0, :, 0], want, rtol=0, atol=1e-4 * np.std(data.test.y))
 
 
 @pytest.mark.skipif(not HAS_ONNX_EXPORT, reason="the `export` extra is not installed")

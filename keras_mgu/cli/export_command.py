@@ -12,13 +12,17 @@ take ``u_initial`` (batch, n, n_inputs) and ``y_initial`` (batch, n,
 n_outputs), the first n measured samples, and ``u`` (batch, M, n_inputs),
 the inputs after them. The output is the simulation (batch, N or M,
 n_outputs), named after the model's output channels: ``y`` for an output
-``y``, ``y1_y2`` for outputs ``y1`` and ``y2``.
+``y``, ``y1_y2`` for outputs ``y1`` and ``y2``. The n an encoder model's file
+takes is fixed (its encoder's lag): ``export`` says it, the file's metadata
+(``keras_mgu.measured_samples``) and graph name carry it, and without
+``--out`` the file is named after it (``mgu_from20.onnx`` beside ``mgu.kmgu``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 from keras_mgu.cli.backends import BACKENDS, configured_backend
 from keras_mgu.cli.errors import MissingExtra, OptionError
@@ -35,6 +39,7 @@ examples:
   keras-mgu export --model outputs/system_identification/mgu_h32_lr0.01/mgu.kmgu \\
       --format onnx --out mgu.onnx
   keras-mgu export --model mgu.kmgu --out mgu.onnx --backend tensorflow
+  keras-mgu export --model mgu.kmgu       # writes mgu.onnx, or mgu_from20.onnx (encoder)
 """
 )
 FORMATS = ("onnx",)
@@ -45,7 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, metavar="FILE",
                         help="model file (.kmgu) from keras-mgu identify")  # fmt: skip
     parser.add_argument("--format", choices=FORMATS, default="onnx", help="file format")
-    parser.add_argument("--out", required=True, metavar="FILE", help="the file to write")
+    parser.add_argument("--out", metavar="FILE",
+                        help="the file to write (default: beside the model file, named after it "
+                        "and the measured samples the file starts from: mgu.onnx, "
+                        "mgu_from20.onnx)")  # fmt: skip
     parser.add_argument("--backend", choices=tuple(BACKENDS),
                         help="Keras backend whose exporter writes the file (default: "
                         "$KERAS_BACKEND, else Keras' configured one)")  # fmt: skip
@@ -98,6 +106,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     from keras_mgu.sysid.files.onnx_export import (
         conversion_backend,
+        describe_start,
         export_simulator,
         import_exporters,
         onnx_output_name,
@@ -106,6 +115,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     import_exporters(args.format)  # before loading: Keras's serialisation imports TensorFlow
     found = load_model(args.model)
+    args.out = args.out or default_out(args.model, found, args.format)
     try:
         elsewhere = conversion_backend(found, args.format)
         if elsewhere is not None:
@@ -121,8 +131,19 @@ def run_command(args: argparse.Namespace) -> int:
     print(f"inputs: {inputs} (physical units: {', '.join(found.input_names)})")
     output = f"{onnx_output_name(found)} {_shape(model.output.shape)}"
     print(f"output: {output} (physical units: {', '.join(found.output_names)})")
+    print(describe_start(found))
     print(f"{args.format}: {args.out}")
     return 0
+
+
+def default_out(model_path: str, found: Any, format: str = "onnx") -> str:
+    """The file ``export`` writes without ``--out``: beside the model file, named after it and,
+    for an encoder model, the measured samples its file starts from (``mgu_from20.onnx``)."""
+    from keras_mgu.sysid.files.onnx_export import measured_samples
+
+    n = measured_samples(found)
+    stem = os.path.splitext(model_path)[0]
+    return f"{stem}{'' if n is None else f'_from{n}'}.{format}"
 
 
 def _shape(shape: tuple) -> str:

@@ -4,7 +4,10 @@ In the file written by :func:`export_simulator` the output is named after
 the model's output channels (:func:`onnx_output_name`), and the file's
 metadata carries the simulation's band (:func:`band_metadata`: its
 half-width per output at a few levels; the band is ``y -+ w``, so the graph
-itself needs no second output).
+itself needs no second output) and what the file starts from
+(:func:`start_metadata`): an encoder model's file takes a fixed number ``n``
+of measured samples (:func:`measured_samples`), said in the metadata, the
+graph's name and its doc string.
 """
 
 from __future__ import annotations
@@ -28,9 +31,12 @@ __all__ = [
     "METADATA_LEVELS",
     "band_metadata",
     "conversion_backend",
+    "describe_start",
     "export_simulator",
     "import_exporters",
+    "measured_samples",
     "onnx_output_name",
+    "start_metadata",
 ]
 
 #: The backend every class converts on.
@@ -156,9 +162,48 @@ def export_simulator(found: Any, filepath: str, format: str = "onnx") -> keras.M
     export(model, filepath, format=format, verbose=False)
     if format == "onnx":
         _rename_onnx_output(str(filepath), onnx_output_name(found))
+        metadata = start_metadata(found)
         if getattr(found, "band", None) is not None:
-            _write_band_metadata(str(filepath), found.band)
+            metadata.update(band_metadata(found.band))
+        _write_metadata(str(filepath), metadata, measured_samples(found))
     return model
+
+
+def measured_samples(found: Any) -> int | None:
+    """The ``n`` measured samples (``u_initial``, ``y_initial``) the simulator of ``found``
+    starts from: its encoder's lag; None for a learned-state model (input ``u`` alone)."""
+    runs = exported_runs(found)
+    if runs[0].config.initial_state != "encoder":
+        return None
+    return int(runs[0].config.n_initial)
+
+
+def describe_start(found: Any) -> str:
+    """What the simulator of ``found`` starts from, and the ``keras-mgu simulate`` column
+    that holds the same simulation (one sentence)."""
+    n = measured_samples(found)
+    if n is None:
+        return (
+            "the file simulates u from the learned state, as the y_sim column of keras-mgu simulate"
+        )
+    return (
+        f"the file starts from the first {n} measured samples (u_initial, y_initial) and "
+        f"simulates the inputs u after them, as the y_sim_from{n} column of keras-mgu "
+        f"simulate --n-initial {n} (from sample {n} on); other n give other simulations"
+    )
+
+
+def start_metadata(found: Any) -> dict[str, str]:
+    """The ONNX metadata of what the simulator starts from.
+
+    ``keras_mgu.measured_samples``: ``n`` (:func:`measured_samples`; ``0``
+    for a learned-state model), and ``keras_mgu.start``: :func:`describe_start`.
+    """
+    n = measured_samples(found)
+    return {
+        "keras_mgu.measured_samples": str(n or 0),
+        "keras_mgu.start": describe_start(found),
+    }
 
 
 def _export_on(backend: str, found: Any, filepath: str) -> None:
@@ -201,13 +246,18 @@ def band_metadata(band: Any) -> dict[str, str]:
     }
 
 
-def _write_band_metadata(filepath: str, band: Any) -> None:
-    """Add :func:`band_metadata` to the ONNX file ``filepath``'s metadata, in place."""
+def _write_metadata(filepath: str, metadata: dict[str, str], n: int | None) -> None:
+    """Add ``metadata`` to the ONNX file ``filepath``'s, and name its graph after ``n``
+    (``simulator_from_<n>_measured_samples``, or ``simulator_from_the_learned_state``); in place.
+    """
     import onnx
 
     proto = onnx.load(filepath, load_external_data=False)
     props = {prop.key: prop.value for prop in proto.metadata_props}
-    onnx.helper.set_model_props(proto, {**props, **band_metadata(band)})
+    onnx.helper.set_model_props(proto, {**props, **metadata})
+    start = "the_learned_state" if n is None else f"{n}_measured_samples"
+    proto.graph.name = f"simulator_from_{start}"
+    proto.graph.doc_string = metadata["keras_mgu.start"]
     onnx.save(proto, filepath)
 
 
