@@ -18,7 +18,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 
-__all__ = ["CapturedStderr", "import_quietly", "stderr_aside"]
+__all__ = ["CapturedStderr", "import_quietly", "set_random_seed", "stderr_aside"]
 
 
 class CapturedStderr:
@@ -75,6 +75,19 @@ def import_quietly(*names: str) -> list[str]:
                 continue
         loaded.append(name)
     return loaded
+
+
+def set_random_seed(seed: int) -> None:
+    """``keras.utils.set_random_seed(seed)``, TensorFlow's start-up lines kept off stderr.
+
+    Keras seeds TensorFlow too wherever it is installed, whatever the
+    backend, and so imports it: on JAX and PyTorch its native libraries
+    would print their start-up lines in the middle of a run's output.
+    """
+    import keras
+
+    import_quietly("tensorflow")
+    keras.utils.set_random_seed(seed)
 
 
 def _restore(saved: int) -> None:

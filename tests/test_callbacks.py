@@ -598,3 +598,35 @@ def test_edge_checks_and_iteration_decay_refuse_what_they_cannot_do():
     with pytest.raises(ValueError, match="unit='epoch'"):
         TimeBudget(10.0, LearningRateDecayPoints(0.5, unit="iteration"))
     assert LearningRateDecayPoints(0.5, unit="iteration").get_config()["unit"] == "iteration"
+
+
+class _Terminal:
+    """A stream that says it is a terminal, keeping what is written."""
+
+    def __init__(self, tty=True):
+        self.text, self.tty = "", tty
+
+    def write(self, text):
+        self.text += text
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return self.tty
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_terminal_progress_rewrites_one_line_and_erases_it(tty):
+    from keras_mgu.callbacks import TerminalProgress
+
+    x, y = _data()
+    stream = _Terminal(tty)
+    _fit(_model(), x, y, [TerminalProgress(stream, every=0.0)], epochs=2)
+    if not tty:
+        assert stream.text == ""
+        return
+    shown = [part.strip() for part in stream.text.split("\r") if part.strip()]
+    steps = 2 * len(x) // BATCH
+    assert shown == [f"training: {k}/{steps} iterations" for k in range(1, steps + 1)]
+    assert "\n" not in stream.text and stream.text.endswith("\r")  # erased, no new line

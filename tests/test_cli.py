@@ -69,6 +69,8 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     printed = re.findall(r"^run (\d+) \(([a-z+]+), seed", out, re.MULTILINE)
     assert [int(k) for k, _ in printed] == list(range(1, n_runs + 1))
     assert [name for _, name in printed] == mgu["structures"]
+    # One line per run, the same for every class: no Keras progress lines without --verbose.
+    assert not re.search(r"^Epoch \d+/|\d+/\d+ .*step", out, re.MULTILINE), out[:3000]
     assert mgu["config"]["iterations"] == 40
     for key in ("rmse", "rmse_benchmark"):
         assert np.isfinite(mgu[key]) and mgu[key] > 0
@@ -579,6 +581,24 @@ def test_identify_own_files_without_a_test_record(tmp_path, capsys):
     if importlib.util.find_spec("matplotlib") is not None:
         assert (tmp_path / "out" / mgu["name"] / "validation_simulation.png").exists()
         assert not (tmp_path / "out" / mgu["name"] / "test_simulation.png").exists()
+
+
+@pytest.mark.parametrize("flag, verbose", [([], 1), (["--verbose"], 2)])
+def test_verbose_adds_keras_progress_lines(flag, verbose, model_file, monkeypatch, tmp_path):
+    """identify asks the recipe for a line per run; --verbose for Keras's lines too."""
+    from keras_mgu.cli import build_parser, identify
+
+    _, found, data = model_file
+    asked = []
+
+    def identified(*args, verbose=0, **kwargs):
+        asked.append(verbose)
+        return found
+
+    monkeypatch.setattr(keras_mgu.sysid, "identify", identified)
+    args = build_parser().parse_args(["identify", *flag, "--out", str(tmp_path)])
+    identify.identify_model("MGU", data, args, n_initial=50)
+    assert asked == [verbose]
 
 
 @BACKEND_INDEPENDENT

@@ -11,6 +11,8 @@
 * :mod:`~keras_mgu.callbacks.population`: ``PopulationEarlyStopping`` gives
   each branch of a model that trains several runs at once its own
   ``WeightedEarlyStopping``.
+* :mod:`~keras_mgu.callbacks.progress`: ``TerminalProgress`` rewrites one line
+  with the iterations done as a run trains, on a terminal.
 
 All work on the TensorFlow, JAX and PyTorch backends.
 """
@@ -19,11 +21,13 @@ from keras_mgu.callbacks.budget import TimeBudget
 from keras_mgu.callbacks.decay import LearningRateDecayPoints, decay_epochs, decay_iterations
 from keras_mgu.callbacks.early_stopping import SAVE_SUFFIXES, WeightedEarlyStopping
 from keras_mgu.callbacks.population import PopulationEarlyStopping
+from keras_mgu.callbacks.progress import TerminalProgress
 
 __all__ = [
     "SAVE_SUFFIXES",
     "LearningRateDecayPoints",
     "PopulationEarlyStopping",
+    "TerminalProgress",
     "TimeBudget",
     "WeightedEarlyStopping",
     "decay_epochs",

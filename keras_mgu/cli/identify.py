@@ -249,8 +249,9 @@ def add_arguments(parser: argparse.ArgumentParser, residual_lags: bool = True) -
                      metavar="DIR", help="folder for the model files, plots and "
                      "results.json")  # fmt: skip
     run.add_argument("--verbose", action="store_true",
-                     help="show the backends' start-up logging (TensorFlow, CUDA, XLA); "
-                     "hidden by default")  # fmt: skip
+                     help="also show Keras's progress lines as each run trains and the "
+                     "backends' start-up logging (TensorFlow, CUDA, XLA); hidden by default: "
+                     "one line per run")  # fmt: skip
     run.add_argument("--quick", action="store_true",
                      help=f"tiny run for smoke tests: at most {QUICK_ITERATIONS} iterations, "
                      f"{QUICK_RESTARTS} restarts, "
@@ -555,8 +556,9 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
     given = {name: getattr(config, name) for name in ("cell", *recipe_options(args))}
     print(f"settings: {report.format_settings(given)}; the rest derived from the record")
     wall, cpu = time.perf_counter(), time.process_time()
-    try:  # verbose: the recipe prints the settings it resolved, then its progress
-        found = sysid.identify(data, config, args.restarts, args.seed, verbose=2)
+    verbose = 2 if getattr(args, "verbose", False) else 1  # 2: Keras's lines too
+    try:  # verbose: the recipe prints the settings it resolved, then a line per run
+        found = sysid.identify(data, config, args.restarts, args.seed, verbose=verbose)
     except ValueError as err:  # settings that do not fit the record, e.g. a too long --window
         raise OptionError(f"the recipe rejected the settings: {err}") from err
     seconds = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}

@@ -55,8 +55,10 @@ def identify(
             fields are derived from the record).
         restarts: Runs of the winning class to choose from.
         seed: Seed of the first run.
-        verbose: ``model.fit``'s verbosity; ``>= 1`` also prints the settings,
-            a line per run and the class table.
+        verbose: ``0``: silent; ``1``: the settings, a line per run (on a
+            terminal also one line that follows each run's iterations as it
+            trains) and the class table; ``2``: also Keras's own progress
+            lines (``fit(verbose=2)``).
         callbacks: Passed to every network run's ``fit``.
         population: Train runs that share their optimiser settings at once, as
             one population (the same numbers as one by one, in less time).

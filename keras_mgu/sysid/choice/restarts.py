@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import keras
 import numpy as np
 
+from keras_mgu.callbacks import TerminalProgress
 from keras_mgu.datasets import SysIdData
 from keras_mgu.sysid.choice import report
 from keras_mgu.sysid.choice.candidates import Structure, lag_structures
@@ -64,7 +65,10 @@ class Restarts:
         options: The candidate classes (:func:`~keras_mgu.sysid.choice.candidates.model_classes`).
         restarts: Runs in all of the winning class (its first run included).
         population: Train runs that share their optimiser settings as one population.
-        verbose: ``model.fit``'s verbosity; ``>= 1`` also prints a line per run.
+        verbose: ``0``: silent; ``1``: a line per run (and, on a terminal, one
+            line that follows each run's iterations as it trains,
+            :class:`~keras_mgu.callbacks.TerminalProgress`); ``2``: also
+            Keras's own progress lines (``fit(verbose=2)``).
         callbacks: Passed to every network run's ``fit``.
     """
 
@@ -79,6 +83,10 @@ class Restarts:
     ) -> None:
         self.data, self.options, self.restarts = data, options, restarts
         self.population, self.verbose, self.callbacks = bool(population), verbose, callbacks
+        loud = isinstance(verbose, int) and verbose >= 2
+        #: ``fit``'s verbosity, and the progress line where Keras's lines are not shown.
+        self.fit_verbose = 2 if loud else 0
+        self.progress = (TerminalProgress(),) if verbose and not loud else ()
         self.records = {
             o.name: o.path.records(data, o.config.validation_continues) for o in options
         }
@@ -185,14 +193,14 @@ class Restarts:
 
     def _train_lag(self, option: Structure, seed: int) -> RunResult:
         est, val = self.records[option.name]
-        verbose = self.verbose if isinstance(self.verbose, int) and self.verbose > 1 else 0
         if option.name == "polynomial":
-            return self._train_polynomial(option, seed, verbose)
+            return self._train_polynomial(option, seed)
         return train_lag_run(
-            option.name, option.linear, est, val, option.config, seed, verbose, option.anchor
-        )
+            option.name, option.linear, est, val, option.config, seed, self.fit_verbose,
+            option.anchor, self.progress,
+        )  # fmt: skip
 
-    def _train_polynomial(self, option: Structure, seed: int, verbose: int) -> RunResult:
+    def _train_polynomial(self, option: Structure, seed: int) -> RunResult:
         """A polynomial run from the class's least-squares fit, made by its first run.
 
         The fit depends on the records alone, so every run of the class
@@ -202,16 +210,19 @@ class Restarts:
         start = time.perf_counter()
         if self.polynomial_fit is None:
             self.polynomial_fit = fit_polynomial(est, val)[0]
-        run = train_polynomial_run(est, val, self.polynomial_fit, option.config, seed, verbose)
+        run = train_polynomial_run(
+            est, val, self.polynomial_fit, option.config, seed, self.fit_verbose, self.progress
+        )
         return dataclasses.replace(run, seconds=time.perf_counter() - start)
 
     def _train_group(self, members: list[PlannedRun], share: float | None) -> list[RunResult]:
+        callbacks = (*self.callbacks, *self.progress)
         if len(members) > 1:
-            return train_population(members, self.verbose, self.callbacks, share)
+            return train_population(members, self.fit_verbose, callbacks, share)
         m = members[0]
         return [
             train_simulator(
-                m.estimation, m.validation, m.config, m.seed, self.verbose, self.callbacks, share
+                m.estimation, m.validation, m.config, m.seed, self.fit_verbose, callbacks, share
             )
         ]
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import keras
 
+from keras_mgu._quiet import set_random_seed
 from keras_mgu.cell import MGUCell
 from keras_mgu.sysid.models.arx import LinearModel
 from keras_mgu.sysid.models.lag_model import arx_loop_model
@@ -85,6 +86,6 @@ def build_linear_loop(
             :func:`~keras_mgu.sysid.models.lag_model.arx_loop_model` takes them.
     """
     if seed is not None:
-        keras.utils.set_random_seed(seed)
+        set_random_seed(seed)
     branch = make_cell(cell, units)
     return arx_loop_model(linear, branch, (), lag, bounds, anchor, name="loop")

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import keras
 
+from keras_mgu._quiet import set_random_seed
 from keras_mgu.sysid.models.arx import LinearModel
 from keras_mgu.sysid.models.lag_model import arx_loop_model
 
@@ -48,5 +49,5 @@ def build_narx(
             :func:`~keras_mgu.sysid.models.lag_model.arx_loop_model` takes them.
     """
     if seed is not None:
-        keras.utils.set_random_seed(seed)
+        set_random_seed(seed)
     return arx_loop_model(linear, "mlp", hidden, lag, bounds, anchor, name="narx")

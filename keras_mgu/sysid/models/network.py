@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import keras
 from keras import ops
 
+from keras_mgu._quiet import set_random_seed
 from keras_mgu.layer import MGU
 
 #: Recurrent layers the simulator can be built from, with their state count.
@@ -125,7 +126,7 @@ def build_simulator(
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ValueError(f"`{name}` must be a positive integer; received {count!r}.")
     if seed is not None:
-        keras.utils.set_random_seed(seed)
+        set_random_seed(seed)
     u = keras.Input((None, n_inputs), name="u")
     if encoder_lag is None:
         inputs, states = [u], _learned_states(u, units, n_states, learn_initial_state)

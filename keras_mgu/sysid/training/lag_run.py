@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import keras
@@ -209,6 +210,7 @@ def train_lag_run(
     seed: int,
     verbose: int = 0,
     anchor: LinearModel | None = None,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
 ) -> RunResult:
     """One run of lag class ``name`` on standardised records, ``config`` from :func:`lag_config`.
 
@@ -216,7 +218,8 @@ def train_lag_run(
     ``best_iteration`` the step it was reached at (0: the ARX model itself).
     NARX and the loop fade to ``anchor`` (default ``linear``) outside
     ``estimation``'s range. (The polynomial class trains by
-    :mod:`~keras_mgu.sysid.training.polynomial_run`.)
+    :mod:`~keras_mgu.sysid.training.polynomial_run`.) ``verbose`` and
+    ``callbacks`` go to ``fit``.
     """
     bounds = regressor_bounds(
         (estimation.u.min(0), estimation.u.max(0)), (estimation.y.min(0), estimation.y.max(0)),
@@ -237,7 +240,7 @@ def train_lag_run(
         model = build_output_error(linear)
     one_step = int(ONE_STEP[name] * min(config.iterations, config.effort * ITERATIONS))
     schedule = window_schedule(config, one_step)
-    info = train_lag_model(model, estimation, validation, schedule, seed, verbose=verbose)
+    info = train_lag_model(model, estimation, validation, schedule, seed, verbose, callbacks)
     run = RunResult(model, seed, info["score"], info["iteration"], info["seconds"], None, config)
     run.validation_history = info["history"]
     return run
@@ -250,6 +253,7 @@ def train_lag_model(
     schedule: WindowSchedule,
     seed: int,
     verbose: int = 0,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
 ) -> dict[str, Any]:
     """Train a lag model (standardised records, lag ``L`` from its inputs) in two phases.
 
@@ -276,7 +280,7 @@ def train_lag_model(
         optimizer = keras.optimizers.Adam(schedule.learning_rate, clipnorm=1.0)
         seconds += fit_windows(
             model, windows, optimizer, stopper, decay, steps_per_epoch=steps,
-            batch_size=len(windows[1]) // steps, verbose=verbose,
+            batch_size=len(windows[1]) // steps, verbose=verbose, callbacks=callbacks,
         )  # fmt: skip
         phases.append((done, stopper))
         done += steps

@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 
+import keras
 import numpy as np
 
 from keras_mgu.datasets import Record
@@ -203,6 +205,7 @@ def train_polynomial_run(
     config: RecipeConfig,
     seed: int,
     verbose: int = 0,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
 ) -> RunResult:
     """One run of the polynomial class on standardised records (module docstring).
 
@@ -216,7 +219,7 @@ def train_polynomial_run(
     start = time.perf_counter()
     model = fitted.keras_model()
     schedule = window_schedule(config)
-    info = train_lag_model(model, estimation, validation, schedule, seed, verbose=verbose)
+    info = train_lag_model(model, estimation, validation, schedule, seed, verbose, callbacks)
     config = dataclasses.replace(config, n_initial=fitted.lag, units=())
     seconds = time.perf_counter() - start
     run = RunResult(model, seed, info["score"], info["iteration"], seconds, None, config)
