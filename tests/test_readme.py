@@ -241,3 +241,42 @@ def test_the_package_imports_and_identifies_without_tensorflow(tmp_path):
     rmse = float(re.search(r"^test RMSE (\S+)$", ran.stdout, re.MULTILINE).group(1))
     assert np.isfinite(rmse) and rmse > 0
     assert "tensorflow loaded: False" in ran.stdout
+
+
+def _readme_figures():
+    import importlib.util
+
+    path = os.path.join(ROOT, "benchmarks", "readme_figures.py")
+    spec = importlib.util.spec_from_file_location("readme_figures", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["readme_figures"] = module  # its dataclass looks its module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@BACKEND_INDEPENDENT
+def test_readme_figures_are_found_and_a_different_digit_is_caught():
+    """The check reads every quoted figure from README.md and flags a run that prints another."""
+    figures = _readme_figures()
+    readme = figures.readme_text()
+    want = {f.name: re.search(f.readme, readme).group(1) for f in figures.FIGURES["jax"]}
+    output = "\n".join([
+        f"network (MGU 32) test, 1-step-ahead prediction, scored from sample 50: RMSE "
+        f"{want['one-step RMSE']}1, fit 99.0 %",
+        f"network (MGU 32) test, band 0.95 (calibrated on validation): share of the samples "
+        f"inside it {float(want['band coverage']) / 100:.3f} (simulation), 0.95 (1-step)",
+        f"reference on the test, from sample 50: ARX simulation RMSE 0.3, ARX one-step RMSE "
+        f"{want['ARX one-step RMSE']}; last-sample predictor RMSE {want['last-sample RMSE']}",
+        f"test RMSE: {float(want['test RMSE']) + 1e-5:.5f}",
+    ])  # fmt: skip
+    rows = {row["figure"]: row for row in figures.compare("jax", output, readme)}
+    assert set(rows) == set(want)
+    assert not rows["test RMSE"]["same"]  # one digit off
+    assert all(rows[name]["same"] for name in want if name != "test RMSE"), rows
+
+
+@END_TO_END
+def test_readme_quick_start_prints_the_figures_readme_quotes():
+    """The quick start's first command, run afresh on TensorFlow, prints README.md's digits."""
+    rows, _ = _readme_figures().check("tensorflow")
+    assert rows and all(row["same"] for row in rows), rows
