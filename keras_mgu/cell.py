@@ -23,6 +23,13 @@ from keras.src.layers.rnn.dropout_rnn_cell import DropoutRNNCell
 from keras_mgu import checks, kernels
 from keras_mgu.fused.cell import FusedCell
 
+#: Keras's activation functions by their name (others are named by ``activations.serialize``).
+_BUILT_IN_ACTIVATIONS = {
+    fn.__name__: fn
+    for fn in vars(activations).values()
+    if getattr(fn, "__module__", None) == "keras.src.activations.activations"
+}
+
 _CELL_ARGS = (
     "units",
     "activation",
@@ -45,7 +52,16 @@ _CELL_ARGS = (
 
 
 def activation_name(fn: Any) -> str | None:
-    """The registered name of an activation function, or None for a custom callable."""
+    """The registered name of an activation function, or None for a custom callable.
+
+    Keras's own activations are named by their function's name, as
+    ``keras.activations.serialize`` names them, without calling it: its
+    serialisation imports TensorFlow where it is installed, seconds on another
+    backend.
+    """
+    name = getattr(fn, "__name__", None)
+    if isinstance(name, str) and _BUILT_IN_ACTIVATIONS.get(name) is fn:
+        return name
     try:
         name = activations.serialize(fn)
     except Exception:  # noqa: BLE001 - any unserializable callable is "custom"

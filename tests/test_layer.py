@@ -361,6 +361,19 @@ def test_activations_without_an_mgu_kernel_run_the_generic_engine(rng):
     assert layer.kernel_in_use == "engine" and reference.kernel_in_use == "cell"
 
 
+def test_activations_are_named_as_keras_serializes_them():
+    """Keras's own activations by their function's name (not by serialising them, which imports
+    TensorFlow on any backend where it is installed); other callables by Keras, or None."""
+    from keras_mgu.cell import _BUILT_IN_ACTIVATIONS, activation_name
+
+    assert {"sigmoid", "tanh", "relu", "hard_sigmoid", "silu"} <= set(_BUILT_IN_ACTIVATIONS)
+    for name in _BUILT_IN_ACTIVATIONS:
+        fn = keras.activations.get(name)
+        assert activation_name(fn) == keras.activations.serialize(fn) == name
+    assert activation_name(keras.activations.get("swish")) == "silu"
+    assert activation_name(lambda x: x) is None
+
+
 def _own_kernel_refusal(layer):
     try:
         layer.cell.sequence_kernel_name("float32", None)
