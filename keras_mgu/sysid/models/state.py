@@ -23,6 +23,8 @@ sees them), and estimates its state at the start of sample ``n``:
 
 from __future__ import annotations
 
+import weakref
+
 import keras
 import numpy as np
 
@@ -69,22 +71,40 @@ def state_model(model: keras.Model) -> tuple[keras.Model, list[np.ndarray]]:
     Returns ``(m, states)``: ``m([u, *h0])`` simulates ``u`` ``(batch, steps,
     n_inputs)`` from the given states (one ``(batch, units)`` array per state
     of each layer, the order of ``states``), sharing ``model``'s weights.
+    ``m`` is made once per network and kept while the network lives, so its
+    compiled prediction serves every later fit; ``states`` are read at each
+    call.
     """
     cell, layers = _recurrent_layers(model)
     n_states = 2 if cell == "lstm" else 1
+    states = [
+        _learned_state(model, i, j, layer.units)
+        for i, layer in enumerate(layers)
+        for j in range(n_states)
+    ]
+    sim = _STATE_MODELS.get(model)
+    if sim is None:
+        sim = _STATE_MODELS[model] = _make_state_model(model, layers, n_states)
+    return sim, states
+
+
+#: Each network's state model (:func:`state_model`), while the network lives.
+_STATE_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _make_state_model(
+    model: keras.Model, layers: list[keras.layers.Layer], n_states: int
+) -> keras.Model:
     u = keras.Input((None, model.inputs[-1].shape[-1]), name="u")
-    h, inputs, states = u, [], []
+    h, inputs = u, []
     for i, layer in enumerate(layers):
-        h0 = []
-        for j in range(n_states):
-            h0.append(keras.Input((layer.units,), name=f"h0_{i}_{j}"))
-            states.append(_learned_state(model, i, j, layer.units))
+        h0 = [keras.Input((layer.units,), name=f"h0_{i}_{j}") for j in range(n_states)]
         inputs += h0
         h = layer(h, initial_state=h0)
     y = model.get_layer("head")(h)
     if any(layer.name == "linear" for layer in model.layers):
         y = keras.layers.Add()([y, model.get_layer("linear")(u)])
-    return keras.Model([u, *inputs], y), states
+    return keras.Model([u, *inputs], y)
 
 
 def _learned_state(model: keras.Model, i: int, j: int, units: int) -> np.ndarray:

@@ -37,6 +37,25 @@ def test_state_model_reproduces_the_simulator_from_its_learned_state(rng):
     np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
+def test_the_state_model_is_made_once_per_network_and_reads_its_learned_state_each_time(rng):
+    """The kept model (and its compiled prediction) fits as a fresh one does, to the bit."""
+    from keras_mgu.sysid.models import state
+
+    model = build_simulator(1, 1, units=3, seed=0)
+    u = rng.normal(size=(2, 8, 1)).astype("float32")
+    y = rng.normal(size=(2, 8, 1))
+    sim, _ = state_model(model)
+    kept, fitted = fit_initial_state(model, u, y)
+    assert kept is sim and state_model(model)[0] is sim
+    state._STATE_MODELS.clear()
+    fresh, refitted = fit_initial_state(model, u, y)
+    assert fresh is not sim
+    np.testing.assert_array_equal(fitted[0], refitted[0])
+    learned = rng.normal(size=3).astype("float32")
+    model.get_layer("initial_state_0_0").state.assign(learned)
+    np.testing.assert_array_equal(state_model(model)[1][0], learned)
+
+
 def test_fitted_state_beats_the_learned_state_on_a_record_that_starts_elsewhere(rng):
     """The plant is the model itself, started from another state than the learned one."""
     model = build_simulator(1, 1, units=6, seed=3)
