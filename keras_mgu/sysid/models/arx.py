@@ -28,7 +28,6 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-from scipy.signal import lfilter, lfiltic
 
 __all__ = ["ORDERS", "LinearModel", "select_linear_model"]
 
@@ -104,6 +103,8 @@ class LinearModel:
         ``y0`` ``(n_outputs,)`` is the output level held before sample 0, with
         the input held at ``u[0]``.
         """
+        from scipy.signal import lfilter, lfiltic  # a second's import, for these runs alone
+
         u = np.asarray(u, dtype=np.float64)
         y0 = np.asarray(y0, dtype=np.float64).reshape(-1)
         na, nb = self.orders
