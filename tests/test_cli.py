@@ -65,6 +65,8 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     assert n_runs == 2 + (len(set(mgu["structures"])) - 1) and len(mgu["validation_rmse"]) == n_runs
     # Every class is tried by default; the folder is named by the settings asked for.
     assert {"network", "narx", "loop", "linear"} <= set(mgu["structures"])
+    for off in mgu["ran_off"]:  # runs that ran off, said as printed
+        assert off["where"] in out and off["class"] == mgu["structures"][off["run"] - 1]
     # One number per run, its place in training order, in the progress lines as in the file.
     printed = re.findall(r"^run (\d+) \(([a-z+]+), seed", out, re.MULTILINE)
     assert [int(k) for k, _ in printed] == list(range(1, n_runs + 1))

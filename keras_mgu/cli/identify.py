@@ -653,6 +653,11 @@ def results_row(
             }
             for k, w in member_weights(found.kept).items()
         ],
+        "ran_off": [
+            {"run": k + 1, "class": run.structure, "seed": run.seed, "where": run.ran_off}
+            for k, run in enumerate(found.runs)
+            if getattr(run, "ran_off", None) is not None
+        ],
         "config": dataclasses.asdict(found.config),
         "rmse": evaluation.rmse,
         "fit_percent": evaluation.fit_percent,

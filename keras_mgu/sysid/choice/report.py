@@ -23,6 +23,7 @@ __all__ = [
     "describe_class_table",
     "linear_not_beaten",
     "print_settings",
+    "ran_off_lines",
     "run_line",
     "test_like_rmse",
     "why_no_prior",
@@ -43,12 +44,25 @@ def run_line(run: RunResult, name: str, kind: str, done: int) -> str:
             f"{label} ({name}, seed {run.seed}, least squares, then learning rate "
             f"{run.config.learning_rate:g}): {scores}, {len(p.terms)} terms of degree <= "
             f"{p.degree}, lags na={p.na} nb={p.nb}, best at iteration {run.best_iteration} "
-            f"(0: the least-squares fit), {run.seconds:.0f} s"
+            f"(0: the least-squares fit), {run.seconds:.0f} s{_off(run)}"
         )
     return (
         f"{label} ({name}, seed {run.seed}, learning rate {run.config.learning_rate:g}): "
-        f"{scores}, best at iteration {run.best_iteration}, {run.seconds:.0f} s"
+        f"{scores}, best at iteration {run.best_iteration}, {run.seconds:.0f} s{_off(run)}"
     )
+
+
+def _off(run: RunResult) -> str:
+    return "" if run.ran_off is None else f"; ran off ({run.ran_off}): not kept"
+
+
+def ran_off_lines(runs: list[RunResult]) -> list[str]:
+    """One line per run that ran off (:attr:`RunResult.ran_off`), saying where: not kept."""
+    return [
+        f"not kept: run {k + 1} ({run.structure}, seed {run.seed}): its free run {run.ran_off}"
+        for k, run in enumerate(runs)
+        if run.ran_off is not None
+    ]
 
 
 def capacity_line(chosen: RecipeConfig) -> str:

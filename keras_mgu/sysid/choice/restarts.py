@@ -11,6 +11,9 @@ gets one run from the first seed; the class whose run scores best gets the
 remaining restarts (after its capacity is screened, with
 ``capacity="search"``); :meth:`Restarts.chosen` keeps the best run of the
 winning class's pool, or an average of runs (:mod:`~keras_mgu.sysid.choice.selection`).
+A run whose free run leaves the estimation outputs' range
+(:mod:`~keras_mgu.sysid.choice.runoff`) is neither chosen nor averaged, unless
+every run did.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from keras_mgu.datasets import SysIdData
 from keras_mgu.sysid.choice import report
 from keras_mgu.sysid.choice.candidates import Structure, lag_structures
 from keras_mgu.sysid.choice.capacity import choose_capacity
+from keras_mgu.sysid.choice.runoff import OutputBox, describe_exit, stress_input
 from keras_mgu.sysid.choice.selection import describe_members, select
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.identification import Identification
@@ -38,23 +42,31 @@ from keras_mgu.sysid.training.polynomial_run import fit_polynomial, train_polyno
 from keras_mgu.sysid.training.population import PlannedRun, population_groups, train_population
 from keras_mgu.sysid.training.run import RunResult, train_simulator
 
-__all__ = ["Restarts", "best_run", "selection_pool"]
+__all__ = ["Restarts", "best_run", "kept_runs", "selection_pool"]
+
+
+def kept_runs(runs: list[RunResult], pool: Sequence[int] | None = None) -> list[int]:
+    """The runs of ``pool`` (default: all) that did not run off (:attr:`RunResult.ran_off`);
+    all of ``pool`` where every one did."""
+    pool = list(range(len(runs)) if pool is None else pool)
+    return [k for k in pool if runs[k].ran_off is None] or pool
 
 
 def best_run(runs: list[RunResult], pool: Sequence[int] | None = None) -> int:
-    """The run with the lowest choice RMSE (:attr:`RunResult.choice_rmse`), of ``pool``."""
-    pool = range(len(runs)) if pool is None else pool
+    """The run with the lowest choice RMSE (:attr:`RunResult.choice_rmse`) of ``pool``
+    (default: all) among those that did not run off (:func:`kept_runs`)."""
+    pool = kept_runs(runs, pool)
     return pool[int(np.argmin([runs[k].choice_rmse for k in pool]))]
 
 
 def selection_pool(runs: list[RunResult], winner: str) -> list[int]:
-    """The runs the selection chooses from: the winning class's.
+    """The runs the selection chooses from: the winning class's that did not run off.
 
     Runs of one class share their validation protocol (the same scored
     samples), so their simulations can be averaged; an average exports as one
     model, and what it averages is one class's runs, as the report says.
     """
-    return [k for k, run in enumerate(runs) if run.structure == winner]
+    return kept_runs(runs, [k for k, run in enumerate(runs) if run.structure == winner])
 
 
 class Restarts:
@@ -98,6 +110,10 @@ class Restarts:
         lag = max(o.config.n_initial for o in options)
         #: The first samples of the estimation record (the encoder's start).
         self.first = (data.estimation.u[:lag], data.estimation.y[:lag])
+        #: The range no free run may leave (:mod:`~keras_mgu.sysid.choice.runoff`).
+        self.box = OutputBox.of(data.estimation.y)
+        self._stress: bool | None = None  # whether the stress experiment applies
+        self._arx: RunResult | None = None
 
     def first_runs(self, seed: int) -> list[RunResult]:
         """One run of every class, from ``seed``."""
@@ -130,6 +146,9 @@ class Restarts:
         if self.verbose and members:
             classes = [run.structure for run in runs]
             print(f"selection ({rule}): {describe_members(members, classes)}", flush=True)
+        if self.verbose:
+            for line in report.ran_off_lines(runs):
+                print(line, flush=True)
         est, arx = self.data.estimation, self.arx_run(config)
         return Identification(
             runs, best_run(runs, pool), self.data.n_initial, self.first, linear_table, members,
@@ -170,6 +189,8 @@ class Restarts:
         option = next(
             (o for o in self.options if o.linear is not None and o.name != "polynomial"), None
         )
+        if option is not None and self._arx is not None:
+            return self._arx
         if option is None:
             try:
                 option = lag_structures(self.data, config, ("linear",))[0]
@@ -177,7 +198,10 @@ class Restarts:
                 return None
         model = build_output_error(option.linear, option.config.n_initial)
         run = RunResult(model, 0, float("nan"), 0, 0.0, None, option.config)
-        return self._scored(run, dataclasses.replace(option, name="linear"), 0, "reference")
+        run = self._scored(run, dataclasses.replace(option, name="linear"), 0, "reference")
+        if option.linear is not None:
+            self._arx = run
+        return run
 
     def _screened(self, winner: Structure, seed: int) -> tuple[Structure, list[dict]]:
         """``winner`` with the capacity its screening runs (seed ``seed``) validate best with."""
@@ -255,7 +279,47 @@ class Restarts:
         )  # fmt: skip
         if kind == "reference":
             return run
+        run.ran_off = self._ran_off(single, horizons, test_like)
         self.done += kind == "run"
         if self.verbose:
             print(report.run_line(run, option.name, kind, self.done), flush=True)
         return run
+
+    def _ran_off(self, single: Identification, horizons: list, test_like: np.ndarray) -> str | None:
+        """Where the run's free runs leave :attr:`box` (:mod:`~keras_mgu.sysid.choice.runoff`).
+
+        The estimation experiments' and the validation record's free runs
+        are those scored (``horizons``, ``test_like``: standardised errors
+        after the first ``n`` measured samples); the stress experiment is
+        simulated where it applies (:meth:`_stress_applies`).
+        """
+        est, val = self.data.estimation, self.data.validation
+        names = est.output_names
+        std, n = np.asarray(single.path.outer.y_std), single._measured_n()
+        pieces = [(first, stop) for first, stop in est.experiments if stop - first > n]
+        checks = [
+            ("the estimation record", est.y[first + n : stop] + e * std, first + n)
+            for (first, stop), e in zip(pieces, horizons, strict=True)
+        ]
+        m = min(n, val.n_samples - 1)
+        checks.append(("the validation record", val.y[m:] + test_like * std, m))
+        if self._stress_applies():
+            stress = single.simulate(stress_input(est.u), est.y[:n])[n:]
+            checks.append(("the estimation inputs then reversed", stress, n))
+        for experiment, y, offset in checks:
+            said = describe_exit(experiment, y, self.box, offset, names)
+            if said is not None:
+                return said
+        return None
+
+    def _stress_applies(self) -> bool:
+        """Whether the least-squares ARX model stays in :attr:`box` on the stress experiment."""
+        if self._stress is None:
+            arx = self.arx_run(self.options[0].config)
+            self._stress = False
+            if arx is not None:
+                reference = Identification([arx], 0, self.data.n_initial, self.first)
+                est, n = self.data.estimation, reference._measured_n()
+                y = reference.simulate(stress_input(est.u), est.y[:n])[n:]
+                self._stress = self.box.first_exit(y) is None
+        return self._stress

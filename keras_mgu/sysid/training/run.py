@@ -76,7 +76,10 @@ class RunResult:
     :mod:`~keras_mgu.sysid.judging.prediction`). ``polynomial`` (the
     polynomial class) is its
     :class:`~keras_mgu.sysid.models.polynomial.PolynomialNarx`: the terms,
-    coefficients and error reduction ratios.
+    coefficients and error reduction ratios. ``ran_off`` says where its free
+    run left the estimation outputs' range (None: it did not, or it was not
+    checked; :mod:`~keras_mgu.sysid.choice.runoff`): such a run is neither
+    chosen nor averaged.
     """
 
     model: keras.Model
@@ -96,6 +99,7 @@ class RunResult:
     noise: NoiseModel | None = None
     window_horizon: int | None = None
     polynomial: Any = None
+    ran_off: str | None = None
 
     @property
     def choice_rmse(self) -> float:
