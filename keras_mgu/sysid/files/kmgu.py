@@ -33,6 +33,16 @@ the networks are float32 Keras models and the rest is JSON and NumPy arrays.
 What is not saved: the runs' early stopping and training history
 (``RunResult.stopper`` is None after loading).
 
+Loading reads every entry but makes no network: each run holds its
+network's bytes (:class:`~keras_mgu.sysid.training.run.DeferredModel`) and
+makes it when a simulation, a prediction or an export first reads
+``run.model``, so simulating an average of two runs makes those two networks
+of a file that keeps ten. A network is made without running its variables'
+initializers, which the file's values would overwrite (on JAX each is a
+compiled program); a network that does not read then is a
+:class:`ModelFileError` as a damaged file is. A loaded identification saved
+again copies the networks it has not made as they were read.
+
 :func:`write_model_file` writes a temporary file in the target's folder and
 renames it over the target, so an earlier file survives a save that fails.
 :func:`read_model_file` refuses a file that is not a model file (a plain zip archive, a ``.keras``
@@ -50,6 +60,7 @@ import math
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -63,7 +74,7 @@ from keras_mgu.sysid.judging.band import Band
 from keras_mgu.sysid.judging.noise_model import NoiseModel
 from keras_mgu.sysid.models.arx import LinearModel
 from keras_mgu.sysid.models.signals import SignalPath
-from keras_mgu.sysid.training.run import RunResult
+from keras_mgu.sysid.training.run import DeferredModel, RunResult, deferred_source
 
 __all__ = [
     "FORMAT",
@@ -113,7 +124,8 @@ def _write_archive(found: Any, f: io.IOBase) -> None:
         np.savez(buffer, **arrays)
         archive.writestr(ARRAYS, buffer.getvalue())
         for k, run in _named_runs(found):
-            archive.writestr(_network_name(k), network_bytes(run.model))
+            data = deferred_source(run)  # a loaded run's network not made yet: its bytes as read
+            archive.writestr(_network_name(k), network_bytes(run.model) if data is None else data)
 
 
 def _named_runs(found: Any) -> list[tuple[int | str, Any]]:
@@ -283,7 +295,7 @@ def _run(archive: zipfile.ZipFile, entry: dict, k: int | str, arrays: dict) -> R
     if has_noise:
         noise = NoiseModel(arrays[f"run{k}_noise"], arrays.get(f"run{k}_noise_gains"))
     return RunResult(
-        model=network_from_bytes(archive.read(entry["network"])),
+        model=_deferred_network(archive, entry["network"]),
         seed=int(entry["seed"]),
         validation_score=_float(entry["validation_score"]),
         best_iteration=int(entry["best_iteration"]),
@@ -300,6 +312,26 @@ def _run(archive: zipfile.ZipFile, entry: dict, k: int | str, arrays: dict) -> R
     )
 
 
+def _deferred_network(archive: zipfile.ZipFile, name: str) -> DeferredModel:
+    """The network ``name`` of ``archive``, read now and made when first used.
+
+    One that does not make then is a :class:`ModelFileError`, as it was
+    when every network was made on loading.
+    """
+    filepath = archive.filename
+
+    def make(data: bytes) -> Any:
+        try:
+            return network_from_bytes(data)
+        except (KeyError, TypeError, ValueError, OSError, EOFError) as err:
+            raise ModelFileError(
+                f"{filepath!r} is a damaged keras-mgu model file (its network {name!r} does not "
+                f"read: {type(err).__name__}: {err})."
+            ) from None
+
+    return DeferredModel(make, archive.read(name))
+
+
 def _polynomial(config: dict | None) -> Any:
     if config is None:
         return None
@@ -309,7 +341,11 @@ def _polynomial(config: dict | None) -> Any:
 
 
 def network_from_bytes(data: bytes) -> Any:
-    """The Keras model of a ``.keras`` archive's bytes (``safe_mode=True``, not compiled)."""
+    """The Keras model of a ``.keras`` archive's bytes (``safe_mode=True``, not compiled).
+
+    Its variables take the archive's values without their initializers run
+    first (:func:`_without_initializers`).
+    """
     import keras
 
     import keras_mgu.sysid.models.loop_cell  # noqa: F401 - registers ArxLoopCell, LagState
@@ -319,7 +355,46 @@ def network_from_bytes(data: bytes) -> Any:
         path = os.path.join(folder, "network.keras")
         with open(path, "wb") as f:
             f.write(data)
-        return keras.saving.load_model(path, compile=False, safe_mode=True)
+        return _without_initializers(
+            lambda: keras.saving.load_model(path, compile=False, safe_mode=True)
+        )
+
+
+def _without_initializers(load: Callable[[], Any]) -> Any:
+    """``load()``, a Keras model read from a file, without running its variables' initializers.
+
+    Every variable the model makes is made inside a ``keras.StatelessScope``,
+    where Keras defers its initializer, and then takes the value the file
+    assigned it; one the file has no value for (a dropout's seed) is
+    initialized as usual. The values are the same; the initializers' work is
+    saved, which on JAX is one compiled program per initializer and weight
+    shape (seconds for a network in a fresh process). Where Keras's internals
+    differ from what this expects, or a stateless scope is already open, the
+    model is read as usual.
+    """
+    try:
+        from keras.src.backend.common import global_state
+        from keras.src.backend.common.stateless_scope import StatelessScope, in_stateless_scope
+    except ImportError:  # pragma: no cover - another Keras
+        return load()
+    if in_stateless_scope():
+        return load()
+    key = "uninitialized_variables"
+    before = {id(v) for v in global_state.get_global_attribute(key) or []}
+    with StatelessScope(initialize_variables=False) as scope:
+        model = load()
+    pending = global_state.get_global_attribute(key) or []
+    global_state.set_global_attribute(key, [v for v in pending if id(v) in before])
+    for variable in pending:
+        if id(variable) in before:
+            continue
+        value = scope.get_current_value(variable)
+        if value is None:
+            variable._deferred_initialize()
+        else:
+            variable._initialize(value)
+            variable._initializer = None
+    return model
 
 
 def config_from_dict(values: dict) -> RecipeConfig:

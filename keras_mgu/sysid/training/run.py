@@ -23,7 +23,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
@@ -39,8 +39,10 @@ from keras_mgu.sysid.training.trainer import fit_windows
 from keras_mgu.sysid.training.windows import TrainingWindows
 
 __all__ = [
+    "DeferredModel",
     "RunResult",
     "build_run_model",
+    "deferred_source",
     "run_optimizer",
     "run_schedule",
     "shortest",
@@ -48,6 +50,50 @@ __all__ = [
     "training_windows",
     "validation_data",
 ]
+
+
+class DeferredModel:
+    """A run's network made when it is first read (:attr:`RunResult.model`).
+
+    A model file's runs hold one each (:func:`keras_mgu.sysid.load`): a
+    network is read from the file when a simulation, a prediction or an
+    export first uses it, so that loading a file with many runs builds only
+    those used.
+
+    Args:
+        make: Makes the network: ``make(source)``.
+        source: What it is made from (a ``.keras`` archive's bytes); a
+            model file written again copies it unchanged.
+    """
+
+    def __init__(self, make: Callable[[Any], keras.Model], source: Any) -> None:
+        self.make, self.source = make, source
+
+    def __repr__(self) -> str:
+        return "DeferredModel(not made yet)"
+
+
+class _Network:
+    """:attr:`RunResult.model`: the network, made on first read from a :class:`DeferredModel`."""
+
+    name = "_model"  # where a run keeps it
+
+    def __get__(self, run: Any, owner: type | None = None) -> keras.Model:
+        if run is None:  # read on the class: the field has no default
+            raise AttributeError(self.name)
+        value = run.__dict__[self.name]
+        if isinstance(value, DeferredModel):
+            value = run.__dict__[self.name] = value.make(value.source)
+        return value
+
+    def __set__(self, run: Any, value: Any) -> None:
+        run.__dict__[self.name] = value
+
+
+def deferred_source(run: RunResult) -> Any:
+    """The :attr:`DeferredModel.source` of ``run``'s network while it is not made yet, else None."""
+    value = run.__dict__.get(_Network.name)
+    return value.source if isinstance(value, DeferredModel) else None
 
 
 @dataclasses.dataclass
@@ -79,10 +125,11 @@ class RunResult:
     coefficients and error reduction ratios. ``ran_off`` says where its free
     run left the estimation outputs' range (None: it did not, or it was not
     checked; :mod:`~keras_mgu.sysid.choice.runoff`): such a run is neither
-    chosen nor averaged.
+    chosen nor averaged. A run read from a model file
+    makes its ``model`` when it is first read (:class:`DeferredModel`).
     """
 
-    model: keras.Model
+    model: keras.Model = _Network()
     seed: int
     validation_score: float
     best_iteration: int

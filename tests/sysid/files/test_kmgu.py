@@ -11,6 +11,9 @@ import dataclasses
 import io
 import json
 import os
+import subprocess
+import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -21,6 +24,7 @@ import pytest
 from keras_mgu import datasets, sysid
 from keras_mgu.sysid.files import kmgu as saving
 from keras_mgu.sysid.files.kmgu import ModelFileError
+from keras_mgu.sysid.training.run import deferred_source
 from tests.helpers import BACKEND_INDEPENDENT, NETWORK_CLASSES
 
 TINY = sysid.RecipeConfig(
@@ -234,3 +238,105 @@ def test_a_file_written_before_the_rooms_loads_and_simulates_the_same():
     np.testing.assert_allclose(found.simulate(test.u, test.y[:20]), expected, atol=1e-5)
     for k in range(len(found.runs)):
         assert np.all(np.isfinite(found.run_alone(k).simulate(test.u, test.y[:20])))
+
+
+def _made(found):
+    """The runs whose network a loaded identification has made (by index; ``"arx"``)."""
+    runs = [*enumerate(found.runs), *([("arx", found.arx)] if found.arx is not None else [])]
+    return {k for k, run in runs if deferred_source(run) is None}
+
+
+def test_loading_makes_only_the_networks_used_when_they_are_used(learned, data, tmp_path):
+    """A file of three runs averaged from two: loading makes none, the simulation its two, the
+    reference's its own; a file saved again before its networks are made copies them as read."""
+    found = dataclasses.replace(learned, members=(2, 0))
+    path = found.save(tmp_path / "model.kmgu")
+    back = sysid.load(path)
+    assert _made(back) == set()
+    u, y = data.test.u, data.test.y
+    np.testing.assert_allclose(back.simulate(u), found.simulate(u), rtol=1e-6, atol=1e-6)
+    assert _made(back) == {0, 2}
+    ref_a, ref_b = found.reference().simulate(u, y[:5]), back.reference().simulate(u, y[:5])
+    np.testing.assert_allclose(ref_b, ref_a, rtol=1e-6, atol=1e-6)
+    assert _made(back) == {0, 2, "arx"}
+    again = sysid.load(path)
+    copy = again.save(tmp_path / "copy.kmgu")
+    assert _made(again) == set()
+    with zipfile.ZipFile(path) as a, zipfile.ZipFile(copy) as b:
+        for name in a.namelist():
+            if name.startswith("runs/"):
+                assert a.read(name) == b.read(name), name
+
+
+def test_a_network_read_without_initializers_is_the_one_keras_reads(learned, encoder, data):
+    """Every class's network made from a file (no initializers run) has the weights, the
+    outputs and the simulations of the same network read by ``keras.saving.load_model``."""
+    folder = Path(__file__).resolve().parents[2] / "fixtures" / "model_files"
+    older = sysid.load(folder / "every_class_before_rooms.kmgu")  # every class but one
+    duffing = datasets.zoo_plant("duffing", n_samples=400, seed=0).data.test
+    for found, record in ((learned, data.test), (encoder, data.test), (older, duffing)):
+        u, y = record.u, record.y
+        for k, run in enumerate(found.runs):
+            data_bytes = saving.network_bytes(run.model)
+            made = saving.network_from_bytes(data_bytes)
+            with tempfile.TemporaryDirectory() as scratch:
+                target = os.path.join(scratch, "network.keras")
+                with open(target, "wb") as f:
+                    f.write(data_bytes)
+                plain = keras.saving.load_model(target, compile=False, safe_mode=True)
+            assert [v.shape for v in made.variables] == [v.shape for v in plain.variables]
+            for a, b in zip(made.get_weights(), plain.get_weights()):
+                np.testing.assert_array_equal(a, b)
+            alone = found.run_alone(k)
+            sims = []
+            for model in (made, plain):
+                twin = dataclasses.replace(run, model=model)
+                one = dataclasses.replace(alone, runs=[*found.runs[:k], twin, *found.runs[k + 1 :]])
+                sims.append((one.simulate(u), one.simulate(u, y[:10]), one.predict(u, y, 3, 10)))
+            for a, b in zip(*sims):
+                np.testing.assert_array_equal(a, b)
+    from keras.src.backend.common import global_state
+
+    assert not global_state.get_global_attribute("uninitialized_variables")
+
+
+def test_a_network_that_does_not_read_is_refused_when_it_is_used(learned, data, tmp_path):
+    path = learned.save(tmp_path / "model.kmgu")
+    target = tmp_path / "broken.kmgu"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(target, "w") as dst:
+        for name in src.namelist():
+            broken = name == "runs/run_1.keras"
+            dst.writestr(name, b"not a keras archive" if broken else src.read(name))
+    back = sysid.load(target)  # the other networks serve
+    u = data.test.u
+    np.testing.assert_allclose(
+        back.run_alone(0).simulate(u), learned.run_alone(0).simulate(u), rtol=1e-6, atol=1e-6
+    )
+    with pytest.raises(ModelFileError, match=r"damaged.*'runs/run_1\.keras' does not read"):
+        back.run_alone(1).simulate(data.test.u)
+
+
+@pytest.mark.skipif(keras.backend.backend() == "tensorflow", reason="TensorFlow is the backend")
+def test_loading_and_simulating_import_no_tensorflow(learned, data, tmp_path):
+    """On JAX or PyTorch, with TensorFlow installed beside them, a fresh process that loads a model
+    file and simulates from measured outputs imports neither TensorFlow nor SciPy's signal and
+    stats modules (a second or more each), which the network alone does not use."""
+    alone = next(k for k, run in enumerate(learned.runs) if run.structure == "network")
+    path = dataclasses.replace(learned, best=alone, members=()).save(tmp_path / "model.kmgu")
+    np.save(tmp_path / "test.npy", np.concatenate([data.test.u, data.test.y], axis=1))
+    code = (
+        "import sys, numpy as np\n"
+        "from keras_mgu import sysid\n"
+        "found = sysid.load(sys.argv[1])\n"
+        "uy = np.load(sys.argv[2])\n"
+        "found.simulate(uy[:, :1]); found.simulate(uy[:, :1], uy[:5, 1:], band=0.9)\n"
+        "heavy = ('tensorflow', 'scipy.signal', 'scipy.stats')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    env = {**os.environ, "KERAS_BACKEND": keras.backend.backend()}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path), str(tmp_path / "test.npy")],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
