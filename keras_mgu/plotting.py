@@ -272,7 +272,7 @@ def plot_simulation(
     time: Any, y: Any, y_sim: Any, path: str | os.PathLike, output_names: tuple[str, ...] = (),
     title: str = "", label: str = "simulation", scored_from: int = 0, residual: bool = False,
     band: tuple[Any, Any] | None = None, others: Sequence[tuple[str, Any]] = (),
-    u: Any = None, input_names: tuple[str, ...] = (),
+    u: Any = None, input_names: tuple[str, ...] = (), outside: Any = None,
 ) -> str:  # fmt: skip
     """Measured and simulated outputs, one panel per output, saved as a PNG at ``path``.
 
@@ -286,12 +286,14 @@ def plot_simulation(
     ``u`` ``(N, n_inputs)`` (or ``(N,)``), the inputs of the same samples,
     is drawn in one more panel below the outputs on the same time axis, each
     input by its name (``input_names``; ``u0``, ``u1``, ... when not given).
+    ``outside`` ``(N,)`` (booleans) marks the samples outside the estimation
+    range, shaded grey in every panel.
     Written atomically; returns ``path``.
     """
     path = _png_path(path)
     fig = simulation_figure(
         time, y, y_sim, output_names, title, label, scored_from, residual, band, others, u,
-        input_names,
+        input_names, outside,
     )  # fmt: skip
     write_atomically(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
     return path
@@ -301,7 +303,7 @@ def simulation_figure(
     time: Any, y: Any, y_sim: Any, output_names: tuple[str, ...] = (), title: str = "",
     label: str = "simulation", scored_from: int = 0, residual: bool = False,
     band: tuple[Any, Any] | None = None, others: Sequence[tuple[str, Any]] = (),
-    u: Any = None, input_names: tuple[str, ...] = (),
+    u: Any = None, input_names: tuple[str, ...] = (), outside: Any = None,
 ) -> Any:  # fmt: skip
     """The figure of :func:`plot_simulation`: one axes per output, in their order, then (with
     ``u``) one axes of the inputs, all sharing the time axis."""
@@ -328,6 +330,9 @@ def simulation_figure(
                         gridspec_kw={"height_ratios": heights})[:, 0]  # fmt: skip
     if inputs is not None:
         _plot_inputs(axes[-1], t, inputs, _channel_names(input_names, inputs.shape[1], "u"))
+    if outside is not None:
+        for ax in axes:
+            _shade_outside(ax, t, np.asarray(outside, dtype=bool).reshape(len(t)))
     n = int(scored_from)
     for i, (ax, name) in enumerate(zip(axes[: len(names)], names, strict=True)):
         centre = np.zeros_like(y_sim[:, i]) if residual else y_sim[:, i]
@@ -355,6 +360,14 @@ def simulation_figure(
     if title:
         fig.suptitle(title)
     return fig
+
+
+def _shade_outside(ax: Any, t: np.ndarray, outside: np.ndarray) -> None:
+    """Shade each span of samples marked ``outside`` (the estimation range) grey."""
+    edges = np.flatnonzero(np.diff(np.r_[0, outside.astype(np.int8), 0]))
+    for k, (start, stop) in enumerate(zip(edges[::2], edges[1::2], strict=True)):
+        label = "outside the estimation range" if k == 0 else None
+        ax.axvspan(t[start], t[stop - 1], color="0.5", alpha=0.2, lw=0, label=label)
 
 
 def _plot_inputs(ax: Any, t: np.ndarray, u: np.ndarray, names: list[str]) -> None:

@@ -65,6 +65,9 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     assert n_runs == 2 + (len(set(mgu["structures"])) - 1) and len(mgu["validation_rmse"]) == n_runs
     # Every class is tried by default; the folder is named by the settings asked for.
     assert {"network", "narx", "loop", "linear"} <= set(mgu["structures"])
+    beyond = mgu["extrapolation"]  # the share of the test outside the estimation range
+    assert 0 <= beyond["share"] <= 1 and beyond["samples"] == round(beyond["share"] * 206)
+    assert f"test, outside the estimation range, from sample 50: {beyond['share']:.1%}" in out
     for off in mgu["ran_off"]:  # runs that ran off, said as printed
         assert off["where"] in out and off["class"] == mgu["structures"][off["run"] - 1]
     # One number per run, its place in training order, in the progress lines as in the file.
@@ -786,7 +789,10 @@ def test_simulate_names_the_model_as_identify_does(model_file, tmp_path, capsys)
     path, found, data = model_file
     csv = write_csv(tmp_path / "test.csv", data.test)
     assert main(["simulate", "--model", path, "--data", csv, "--out", str(tmp_path / "s.csv")]) == 0
-    first = capsys.readouterr().out.splitlines()[0]
+    printed = capsys.readouterr().out
+    first = printed.splitlines()[0]
+    assert re.search(r"^outside the estimation range, from sample 50: [0-9.]+% of the samples",
+                     printed, re.M)  # fmt: skip
     label = keras_mgu.cli.report.model_label(found)  # identify's: "linear+network (MGU 4)"
     assert first.startswith(f"model: {path} ({label}, learned state, "), first
     averaged = len(set(found.members)) > 1  # as the seed's runs fell on this backend

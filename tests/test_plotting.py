@@ -250,3 +250,20 @@ def test_residual_analysis_plot_has_a_column_per_output(tmp_path):
     )  # fmt: skip
     path = plot_residual_analysis(analysis, tmp_path / "residuals.png")
     assert open(path, "rb").read(8) == PNG_MAGIC
+
+
+def test_simulation_plot_marks_the_samples_outside_the_estimation_range():
+    from keras_mgu.plotting import simulation_figure
+
+    t = np.arange(20.0)
+    y = np.sin(t)[:, None]
+    outside = np.zeros(20, dtype=bool)
+    outside[[3, 4, 5, 12, 19]] = True  # three spans: 3-5, 12, 19
+    fig = simulation_figure(t, y, y, ("y",), u=t, outside=outside)
+    out_ax, in_ax = fig.axes[:2]
+    spans = [p for p in out_ax.patches if p.get_label() != "band"]
+    assert len(spans) == 3 and len(in_ax.patches) == 3  # in every panel
+    xs = sorted((round(p.get_x(), 6), round(p.get_x() + p.get_width(), 6)) for p in spans)
+    assert xs == [(3.0, 5.0), (12.0, 12.0), (19.0, 19.0)]
+    labels = [text.get_text() for text in out_ax.get_legend().get_texts()]
+    assert labels.count("outside the estimation range") == 1

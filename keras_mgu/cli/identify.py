@@ -669,6 +669,7 @@ def results_row(
         "outputs": scores["outputs"],
         "band": scores["band"],
         "reference": scores["reference"],
+        "extrapolation": scores["extrapolation"],
         "warning": linear_not_beaten(found.class_table),
         "terms": found.polynomial_terms(),
     }

@@ -115,7 +115,11 @@ def print_scores(
         if n > 0:
             line += f", {row['rmse_benchmark_in_unit']:.4g} (from sample {n})"
         print(line)
-    lines = _band_line(kind, row.get("band"), role), _reference_line(row.get("reference"), n, role)
+    lines = (
+        _band_line(kind, row.get("band"), role),
+        _extrapolation_line(kind, row.get("extrapolation"), n, role),
+        _reference_line(row.get("reference"), n, role),
+    )
     for line in lines:
         if line:
             print(line)
@@ -134,6 +138,17 @@ def _band_line(kind: str, band: Mapping[str, Any] | None, role: str = "test") ->
         f"{kind} {role}, band {band['level']:g} (calibrated on validation): share of the samples "
         f"inside it {cover['simulation']:.3f} (simulation), {steps}"
     )
+
+
+def _extrapolation_line(
+    kind: str, entry: Mapping[str, Any] | None, n: int, role: str = "test"
+) -> str | None:
+    """The share of the scored samples outside the estimation range, and the band there."""
+    if entry is None:
+        return None
+    from keras_mgu.sysid.judging.extrapolation import describe_extrapolation
+
+    return f"{kind} {role}, {describe_extrapolation(entry, n)}"
 
 
 def _reference_line(reference: Mapping[str, Any] | None, n: int, role: str = "test") -> str | None:
@@ -222,6 +237,7 @@ def _plot_test(kind: str, record: Any, evaluation: Any, name: str, out: str, rol
         label=f"{kind}, simulated from {head['start']}", scored_from=head["scored_from"],
         residual=not simulation, band=band, others=others if simulation else (),
         u=record.u if simulation else None, input_names=tuple(record.input_names),
+        outside=evaluation.outside,
     )  # fmt: skip
 
 

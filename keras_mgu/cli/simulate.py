@@ -349,6 +349,10 @@ def _print_scores(evaluation: Any, n_samples: int) -> None:
         shares = ", ".join(f"{v:.3f} ({k if k == 'simulation' else k + '-step'})"
                            for k, v in cover.items())  # fmt: skip
         print(f"band {evaluation.band['level']:g}: share of the samples inside it {shares}")
+    if evaluation.extrapolation is not None:
+        from keras_mgu.sysid.judging.extrapolation import describe_extrapolation
+
+        print(describe_extrapolation(evaluation.extrapolation, n))
     print(f"residuals: {evaluation.residuals.summary()}")
 
 

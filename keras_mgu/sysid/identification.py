@@ -21,6 +21,7 @@ from keras_mgu.datasets import Normalizer, Protocol, Record
 from keras_mgu.sysid.config import NETWORK_CLASSES, RecipeConfig
 from keras_mgu.sysid.files import kmgu
 from keras_mgu.sysid.judging.band import Band, Trajectory, calibrate_band, check_level
+from keras_mgu.sysid.judging.extrapolation import EstimationRange
 from keras_mgu.sysid.judging.prediction import RunSimulator, check_signal
 from keras_mgu.sysid.judging.scoring import equal_weights, error_rmse, score
 from keras_mgu.sysid.models.signals import SignalPath
@@ -69,6 +70,11 @@ class Identification:
         arx: The least-squares ARX model the lag classes start from, as a
             :class:`~keras_mgu.sysid.RunResult` (the reference every report
             sets the chosen model beside), or None.
+        ranges: Each input's and output's range over the estimation record
+            (:class:`~keras_mgu.sysid.judging.extrapolation.EstimationRange`):
+            where an experiment leaves it, :func:`~keras_mgu.sysid.evaluate`
+            says how much and how the band holds there; None for a file
+            saved before ranges were kept.
 
     :meth:`save` writes it to one file and :func:`keras_mgu.sysid.load`
     reads it back (:mod:`~keras_mgu.sysid.files.kmgu`); a loaded one simulates and
@@ -90,6 +96,7 @@ class Identification:
     class_table: list = dataclasses.field(default_factory=list)
     band: Band | None = None
     arx: Any = None
+    ranges: EstimationRange | None = None
 
     @property
     def kept(self) -> tuple[int, ...]:

@@ -34,6 +34,7 @@ from keras_mgu.sysid.choice.runoff import OutputBox, describe_exit, stress_input
 from keras_mgu.sysid.choice.selection import describe_members, select
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.identification import Identification
+from keras_mgu.sysid.judging.extrapolation import EstimationRange
 from keras_mgu.sysid.judging.noise_model import fit_noise_model
 from keras_mgu.sysid.judging.scoring import equal_weights, error_rmse
 from keras_mgu.sysid.models.output_error import build_output_error
@@ -155,6 +156,7 @@ class Restarts:
             input_names=est.input_names, output_names=est.output_names, ts=est.ts,
             protocol=self.data.protocol, capacity_table=capacity_table,
             class_table=report.class_table(runs, self.options, arx), arx=arx,
+            ranges=EstimationRange.of(est.u, est.y),
         )  # fmt: skip
 
     def train(self, plan: list[tuple[Structure, int]], kind: str = "run") -> list[RunResult]:

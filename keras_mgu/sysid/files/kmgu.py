@@ -71,6 +71,7 @@ from keras_mgu._version import __version__
 from keras_mgu.datasets import Normalizer, Protocol
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.judging.band import Band
+from keras_mgu.sysid.judging.extrapolation import EstimationRange
 from keras_mgu.sysid.judging.noise_model import NoiseModel
 from keras_mgu.sysid.models.arx import LinearModel
 from keras_mgu.sysid.models.signals import SignalPath
@@ -177,6 +178,7 @@ def _manifest(found: Any) -> dict:
         "runs": [_run_entry(run, k) for k, run in enumerate(found.runs)],
         "band": _band_entry(getattr(found, "band", None)),
         "arx": None if getattr(found, "arx", None) is None else _run_entry(found.arx, "arx"),
+        "ranges": None if getattr(found, "ranges", None) is None else found.ranges.to_config(),
     }
 
 
@@ -280,7 +282,12 @@ def _fields(archive: zipfile.ZipFile, manifest: dict) -> dict[str, Any]:
         ],
         band=band,
         arx=None if manifest.get("arx") is None else _run(archive, manifest["arx"], "arx", arrays),
+        ranges=_ranges(manifest.get("ranges")),  # none in files saved before ranges
     )
+
+
+def _ranges(entry: dict | None) -> EstimationRange | None:
+    return None if entry is None else EstimationRange.from_config(entry)
 
 
 def _run(archive: zipfile.ZipFile, entry: dict, k: int | str, arrays: dict) -> RunResult:

@@ -27,6 +27,11 @@ each under one name:
   prediction's, and the fraction of the measured samples inside it from
   sample ``n`` on (``coverage``): of the simulation and of the 1- and
   10-step predictions; none without a calibrated band or for ``n = 0``.
+* ``extrapolation``: where the experiment leaves the estimation range (its
+  inputs, or the scored simulation's outputs), from sample ``n`` on: the
+  share of the samples outside it and the band's coverage there
+  (:func:`~keras_mgu.sysid.judging.extrapolation.extrapolation`); none for a
+  model that keeps no range (a file saved before ranges were kept).
 * ``reference``: the figures the model is set beside, from sample ``n`` on:
   the ARX reference model's simulation from the first ``n`` outputs and
   one-step prediction (``Identification.arx``), and the last-sample
@@ -41,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from keras_mgu.sysid.judging.band import check_level, coverage
+from keras_mgu.sysid.judging.extrapolation import extrapolation
 from keras_mgu.sysid.judging.residuals import MAX_LAG, ResidualAnalysis, residual_analysis
 from keras_mgu.sysid.judging.scoring import fit_percent, rmse
 
@@ -77,6 +83,10 @@ class Evaluation:
             "last_sample"}`` RMSEs (see the module), or None.
         reference_simulation: The ARX reference's simulation from the first
             ``n`` outputs ``(N, n_outputs)``, or None.
+        extrapolation: ``{"share", "inputs_share", "outputs_share", "samples",
+            "coverage"}`` (see the module), or None.
+        outside: The ``(N,)`` mask of the scored samples outside the
+            estimation range (what the plots mark), or None.
     """
 
     n_initial: int
@@ -91,6 +101,8 @@ class Evaluation:
     band: dict[str, Any] | None = None
     reference: dict[str, Any] | None = None
     reference_simulation: np.ndarray | None = None
+    extrapolation: dict[str, Any] | None = None
+    outside: np.ndarray | None = None
 
     @property
     def headline(self) -> dict[str, Any]:
@@ -120,6 +132,7 @@ class Evaluation:
             "outputs": self.outputs,
             "band": self.band,
             "reference": self.reference,
+            "extrapolation": self.extrapolation,
         }
 
 
@@ -200,9 +213,14 @@ def evaluate(
     )  # fmt: skip
     whole = _scores(y, free)
     outputs = _by_output(y, free, from_n, n, output_names)
+    beyond = mask = None
+    if getattr(found, "ranges", None) is not None:
+        drawn = (from_n["lower"], from_n["upper"]) if from_n and "lower" in from_n else None
+        beyond = extrapolation(found.ranges, u, y, scored, n, drawn)
+        mask = beyond.pop("mask")
     return Evaluation(
         n, free, whole["rmse"], whole["fit_percent"], from_n, prediction, residuals, outputs,
-        bool(same_start), bands, reference, reference_simulation,
+        bool(same_start), bands, reference, reference_simulation, beyond, mask,
     )  # fmt: skip
 
 

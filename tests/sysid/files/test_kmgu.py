@@ -84,6 +84,9 @@ def test_averaged_runs_and_the_record_description_are_kept(learned, data, tmp_pa
     assert back.input_names == data.estimation.input_names == ("u",)
     assert back.output_names == ("y",) and back.ts == data.estimation.ts == 4.0
     assert back.n_initial == found.n_initial and back.linear_table == found.linear_table
+    for name in ("u_lower", "u_upper", "y_lower", "y_upper"):  # the estimation range, exactly
+        np.testing.assert_array_equal(getattr(back.ranges, name), getattr(found.ranges, name))
+    np.testing.assert_array_equal(back.ranges.y_upper, data.estimation.y.max(axis=0))
     for a, b in zip(found.start, back.start):
         np.testing.assert_array_equal(a, b)
     for run, loaded in zip(found.runs, back.runs):
