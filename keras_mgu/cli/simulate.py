@@ -256,7 +256,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         _write(args.out, *_banded([f"{name}{SIM_SUFFIX}" for name in names], *free))
         return {}
     lags = getattr(args, "residual_lags", RESIDUAL_LAGS)
-    evaluation = sysid.evaluate(found, u, y, n, k, band=level, max_lag=lags)
+    # No ARX reference: simulate prints and writes none (identify does).
+    evaluation = sysid.evaluate(found, u, y, n, k, band=level, max_lag=lags, reference=False)
     _print_scores(evaluation, len(u))
     _write(args.out, *_columns(evaluation, names, found, level))
     return evaluation.to_dict()

@@ -35,7 +35,8 @@ each under one name:
 * ``reference``: the figures the model is set beside, from sample ``n`` on:
   the ARX reference model's simulation from the first ``n`` outputs and
   one-step prediction (``Identification.arx``), and the last-sample
-  predictor ``y_pred[t] = y[t - 1]``; none for ``n = 0``.
+  predictor ``y_pred[t] = y[t - 1]``; none for ``n = 0`` or where not asked
+  for (``reference=False``: ``keras-mgu simulate`` prints none).
 """
 
 from __future__ import annotations
@@ -166,6 +167,7 @@ def evaluate(
     found: Any, u: Any, y: Any, n_initial: int, steps_ahead: int | None = None,
     input_names: tuple[str, ...] = (), output_names: tuple[str, ...] = (),
     same_start: bool = False, band: float | None = DEFAULT_BAND, max_lag: int = MAX_LAG,
+    reference: bool = True,
 ) -> Evaluation:  # fmt: skip
     """Simulate, predict and analyse ``found`` (an :class:`Identification`) on ``u``, ``y``.
 
@@ -183,6 +185,9 @@ def evaluate(
             model's calibrated band is used (``found.band``), none if it has
             none.
         max_lag: The lags of the residual analysis (fewer where the record is shorter).
+        reference: Whether to score the ARX reference and the last-sample
+            predictor beside the model (:attr:`Evaluation.reference`); without
+            them the ARX model's network is not made nor simulated.
     """
     u, y = np.asarray(u, dtype=np.float64), np.asarray(y, dtype=np.float64)
     n = int(n_initial)
@@ -190,7 +195,8 @@ def evaluate(
         raise ValueError(f"`n_initial` must be in [0, N={len(y)}); received {n_initial!r}.")
     level = None if band is None or getattr(found, "band", None) is None else check_level(band)
     free = found.simulate(u)
-    from_n = prediction = bands = reference = reference_simulation = None
+    wants_reference, reference, reference_simulation = reference, None, None
+    from_n = prediction = bands = None
     scored = free
     if n > 0:
         scored = found.simulate(u, y[:n])
@@ -205,7 +211,8 @@ def evaluate(
             prediction = {"steps_ahead": int(steps_ahead), **_scores(y[n:], y_k[n:]), "y_pred": y_k}
         if level is not None:
             bands = _band(found, y, n, level, from_n, prediction, predictions)
-        reference, reference_simulation = _reference(found, u, y, n)
+        if wants_reference:
+            reference, reference_simulation = _reference(found, u, y, n)
     lag = min(max_lag, len(y) - n - 1)
     residuals = residual_analysis(
         (y - scored)[n:], u[n:], max_lag=max(lag, 1), output_names=output_names,

@@ -116,3 +116,23 @@ def test_band_coverage_and_the_reference_figures_follow_their_definitions(found)
     assert ev.reference["last_sample"] == pytest.approx(rmse(y[n:], y[n - 1 : -1]))
     assert json.loads(json.dumps(ev.to_dict()))["band"]["coverage"]["10"] >= 0.0
     assert evaluate(model, u, y, n, band=None).band is None
+
+
+def test_without_the_reference_its_network_is_neither_made_nor_run(found, tmp_path):
+    """``reference=False`` (``keras-mgu simulate``): no reference figures, the ARX model's network
+    left in the loaded file; the model's own numbers as with the reference."""
+    from keras_mgu import sysid
+    from keras_mgu.sysid.training.run import deferred_source
+
+    test, model = found
+    u, y, n = test.u, test.y, 6
+    loaded = sysid.load(model.save(tmp_path / "model.kmgu"))
+    ev = evaluate(loaded, u, y, n, 2, band=0.8, reference=False)
+    assert ev.reference is None and ev.reference_simulation is None
+    assert ev.to_dict()["reference"] is None
+    assert deferred_source(loaded.arx) is not None  # not made
+    full = evaluate(loaded, u, y, n, 2, band=0.8)
+    assert full.reference is not None and deferred_source(loaded.arx) is None
+    np.testing.assert_array_equal(ev.from_n["simulation"], full.from_n["simulation"])
+    np.testing.assert_array_equal(ev.prediction["y_pred"], full.prediction["y_pred"])
+    assert ev.band == full.band
