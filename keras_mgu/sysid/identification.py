@@ -23,6 +23,11 @@ from keras_mgu.sysid.files import kmgu
 from keras_mgu.sysid.judging.band import Band, Trajectory, calibrate_band, check_level
 from keras_mgu.sysid.judging.extrapolation import EstimationRange
 from keras_mgu.sysid.judging.prediction import RunSimulator, check_signal
+from keras_mgu.sysid.judging.prediction_mix import (
+    MIX_HORIZONS,
+    PredictionMix,
+    fit_prediction_mix,
+)
 from keras_mgu.sysid.judging.scoring import equal_weights, error_rmse, score
 from keras_mgu.sysid.models.signals import SignalPath
 
@@ -75,6 +80,10 @@ class Identification:
             where an experiment leaves it, :func:`~keras_mgu.sysid.evaluate`
             says how much and how the band holds there; None for a file
             saved before ranges were kept.
+        prediction_mix: Each horizon's mix of the k-step prediction with
+            the ARX reference's, fitted on the validation record
+            (:mod:`~keras_mgu.sysid.judging.prediction_mix`); None: the
+            model's prediction alone.
 
     :meth:`save` writes it to one file and :func:`keras_mgu.sysid.load`
     reads it back (:mod:`~keras_mgu.sysid.files.kmgu`); a loaded one simulates and
@@ -97,6 +106,7 @@ class Identification:
     band: Band | None = None
     arx: Any = None
     ranges: EstimationRange | None = None
+    prediction_mix: PredictionMix | None = None
 
     @property
     def kept(self) -> tuple[int, ...]:
@@ -239,7 +249,27 @@ class Identification:
             RunSimulator(self.runs[k], self.start).predictions(u, y, horizons, n) for k in counts
         ]
         weights = list(counts.values())
-        return {k: np.average([p[k] for p in preds], axis=0, weights=weights) for k in horizons}
+        mean = {k: np.average([p[k] for p in preds], axis=0, weights=weights) for k in horizons}
+        if self.prediction_mix is None or self.arx is None:
+            return mean
+        reference = self.reference().predictions(u, y, horizons, n)
+        return self.prediction_mix.mixed(mean, reference)
+
+    def with_prediction_mix(self, record: Record, n_initial: int | None = None) -> Identification:
+        """This identification with each horizon's mix of its prediction and the ARX
+        reference's fitted on ``record`` (:mod:`~keras_mgu.sysid.judging.prediction_mix`).
+
+        Unchanged without an ARX reference, or where ``record`` is too short.
+        """
+        n = min(self.resolve_n_initial(n_initial), record.n_samples - 1)
+        fits = [k for k in MIX_HORIZONS if k < record.n_samples - n]
+        if self.arx is None or not fits or n < 1:
+            return self
+        alone = dataclasses.replace(self, prediction_mix=None)
+        model = alone.predictions(record.u, record.y, fits, n)
+        reference = self.reference().predictions(record.u, record.y, fits, n)
+        mix = fit_prediction_mix(model, reference, record.y, n)
+        return dataclasses.replace(self, prediction_mix=mix)
 
     def _band_level(self, band: Any) -> float | None:
         if band is None:
@@ -413,7 +443,7 @@ class Identification:
 
     def run_alone(self, k: int) -> Identification:
         """This identification with run ``k`` alone kept (without the ensemble's band)."""
-        return dataclasses.replace(self, best=k, members=(), band=None)
+        return dataclasses.replace(self, best=k, members=(), band=None, prediction_mix=None)
 
     def score(self, record: Record, convention: str = "all", n_initial: int | None = None) -> float:
         """RMSE of the simulation of ``record`` (see :mod:`keras_mgu.sysid.judging.scoring`).

@@ -72,7 +72,8 @@ def identify(
     winner, capacity_table = trained.winner(runs, seed)
     runs += trained.more_runs(winner, seed)
     found = trained.chosen(runs, winner, linear_table, capacity_table, config)
-    found = found.with_window_horizons(data.validation).with_band(data.validation)
+    found = found.with_window_horizons(data.validation).with_prediction_mix(data.validation)
+    found = found.with_band(data.validation)
     if verbose:
         print(describe_class_table(found.class_table, winner.name), flush=True)
     return found

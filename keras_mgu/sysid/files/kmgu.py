@@ -73,6 +73,7 @@ from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.judging.band import Band
 from keras_mgu.sysid.judging.extrapolation import EstimationRange
 from keras_mgu.sysid.judging.noise_model import NoiseModel
+from keras_mgu.sysid.judging.prediction_mix import PredictionMix
 from keras_mgu.sysid.models.arx import LinearModel
 from keras_mgu.sysid.models.signals import SignalPath
 from keras_mgu.sysid.training.run import DeferredModel, RunResult, deferred_source
@@ -179,7 +180,12 @@ def _manifest(found: Any) -> dict:
         "band": _band_entry(getattr(found, "band", None)),
         "arx": None if getattr(found, "arx", None) is None else _run_entry(found.arx, "arx"),
         "ranges": None if getattr(found, "ranges", None) is None else found.ranges.to_config(),
+        "prediction_mix": _config_of(getattr(found, "prediction_mix", None)),
     }
+
+
+def _config_of(part: Any) -> dict | None:
+    return None if part is None else part.to_config()
 
 
 def _band_entry(band: Band | None) -> dict | None:
@@ -283,7 +289,12 @@ def _fields(archive: zipfile.ZipFile, manifest: dict) -> dict[str, Any]:
         band=band,
         arx=None if manifest.get("arx") is None else _run(archive, manifest["arx"], "arx", arrays),
         ranges=_ranges(manifest.get("ranges")),  # none in files saved before ranges
+        prediction_mix=_prediction_mix(manifest.get("prediction_mix")),  # nor before the mix
     )
+
+
+def _prediction_mix(entry: dict | None) -> PredictionMix | None:
+    return None if entry is None else PredictionMix.from_config(entry)
 
 
 def _ranges(entry: dict | None) -> EstimationRange | None:
