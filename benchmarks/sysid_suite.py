@@ -194,6 +194,7 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
                 "seconds": round(run.seconds, 1),
                 "test": scale * member.score(data.test, "benchmark", n),
                 "test_all": scale * member.score(data.test),
+                "ran_off": run.ran_off,
             }
         )
         if previous is not None:
