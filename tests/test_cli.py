@@ -372,7 +372,8 @@ def test_schedule_and_score_options_reach_the_callbacks(tmp_path, monkeypatch):
 
 @END_TO_END
 def test_runs_of_other_settings_into_one_folder_are_kept(tmp_path, capsys):
-    argv = ["identify", *TINY, "--iterations", "2", "--restarts", "1", "--out", str(tmp_path)]
+    argv = ["identify", *EVERY_CLASS, "--model-classes", "network", "--iterations", "2"]
+    argv += ["--restarts", "1", "--out", str(tmp_path)]
     assert main([*argv, "--units", "3"]) == 0
     assert main([*argv, "--units", "3", "2", "--learning-rate", "0.005"]) == 0
     runs = json.loads((tmp_path / "results.json").read_text())["runs"]
