@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Sequence
 
 import keras
@@ -25,6 +26,31 @@ END_TO_END = pytest.mark.end_to_end
 
 #: For tests that measure wall-clock time: under pytest-xdist they run alone.
 SERIAL = pytest.mark.serial
+
+
+def installed(module: str) -> bool:
+    """Whether ``module`` is installed here (a one-backend install lacks the other backends)."""
+    return importlib.util.find_spec(module) is not None
+
+
+def requires(*modules: str, subject: str = "") -> pytest.MarkDecorator:
+    """Skip where one of ``modules`` is not installed, with a reason that names it.
+
+    For tests whose subject needs that package whatever the active backend, as
+    a TF SavedModel needs TensorFlow: ``@requires("tensorflow", subject="a
+    SavedModel")`` skips with "needs tensorflow (a SavedModel), not installed".
+    """
+    missing = [module for module in modules if not installed(module)]
+    what = f" ({subject})" if subject else ""
+    return pytest.mark.skipif(
+        bool(missing), reason=f"needs {' and '.join(missing)}{what}, not installed"
+    )
+
+
+def other_backend(*candidates: str) -> str | None:
+    """The first of ``candidates`` that is installed and not the active backend, else None."""
+    return next((b for b in candidates if b != BACKEND and installed(b)), None)
+
 
 #: Whether the active backend has a fused kernel (``implementation="auto"`` uses it).
 FUSED_LIVE = MGU(4).uses_fused_path
@@ -136,6 +162,7 @@ def input_gradient_penalty_grads(fn: Callable, x, weights: Sequence) -> list[np.
     else:  # pragma: no cover
         raise NotImplementedError(BACKEND)
     return [to_numpy(g) for g in grads]
+
 
 #: The recurrent network's two classes: tests of the network's recipe (not of the choice among
 #: every class, the default) train these alone, in a fraction of the time.

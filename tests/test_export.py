@@ -21,7 +21,14 @@ import pytest
 from keras_mgu import MGU
 from keras_mgu import export as mgu_export
 from keras_mgu.kernels import reference
-from tests.helpers import BACKEND, BACKEND_INDEPENDENT, NETWORK_CLASSES, to_numpy
+from tests.helpers import (
+    BACKEND,
+    BACKEND_INDEPENDENT,
+    NETWORK_CLASSES,
+    other_backend,
+    requires,
+    to_numpy,
+)
 
 T, D, H = 12, 3, 6
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -34,10 +41,13 @@ HAS_ONNX_EXTRA = all(
 needs_onnx = pytest.mark.skipif(not HAS_ONNX_EXTRA, reason="the `export` extra is not installed")
 tensorflow_only = pytest.mark.skipif(BACKEND != "tensorflow", reason="TensorFlow backend only")
 torch_only = pytest.mark.skipif(BACKEND != "torch", reason="PyTorch backend only")
-#: Keras exports a TF SavedModel from the TensorFlow and JAX backends.
+#: Keras exports a TF SavedModel from the TensorFlow and JAX backends, with TensorFlow installed.
 needs_saved_model = pytest.mark.skipif(
     BACKEND == "torch", reason="Keras exports TF SavedModels from TensorFlow and JAX only"
 )
+needs_tensorflow = requires("tensorflow", subject="a TF SavedModel")
+#: What the backend's own exporter cannot convert is converted on JAX (``sysid.export_simulator``).
+converts_on_jax = requires("jax", "jax2onnx", subject="the ONNX conversion on JAX")
 
 
 def batch(steps: int = T, seed: int = 0) -> np.ndarray:
@@ -94,6 +104,7 @@ def test_keras_predictions_match_the_reference():
 
 # ----------------------------------------------------------------- SavedModel
 @needs_saved_model
+@needs_tensorflow
 @pytest.mark.parametrize("kind", ["masked", "state", "varlen"])
 def test_saved_model_loads_and_predicts(tmp_path, kind):
     import tensorflow as tf
@@ -127,7 +138,9 @@ def test_onnx_runs_in_onnxruntime(tmp_path, kind):
 @needs_onnx
 def test_onnx_runs_a_model_trained_and_saved_on_another_backend(tmp_path):
     """Train and save on another backend (subprocess), load here, export, run."""
-    other = "jax" if BACKEND == "tensorflow" else "tensorflow"
+    other = other_backend("tensorflow", "jax")
+    if other is None:
+        pytest.skip("needs a second Keras backend (tensorflow or jax) installed to train on")
     env = dict(os.environ, KERAS_BACKEND=other, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run(
         [sys.executable, SCRIPT, str(tmp_path)],
@@ -215,12 +228,13 @@ def test_missing_onnx_converter_names_the_backends_extra(backend, python, monkey
 
 # ---------------------------------------------------------------------- docs
 DOC = os.path.join(ROOT, "docs", "deployment.md")
-#: The snippets of docs/deployment.md by position, and where they apply.
+#: The snippets of docs/deployment.md by position, and the marks that skip them where they do not
+#: apply.
 DOC_SNIPPETS = {
-    "tf_saved_model": (1, BACKEND != "torch"),
-    "onnx": (2, HAS_ONNX_EXTRA),
-    "tflite": (3, BACKEND == "tensorflow"),
-    "torch.export": (4, BACKEND == "torch"),
+    "tf_saved_model": (1, [needs_saved_model, needs_tensorflow]),
+    "onnx": (2, [needs_onnx]),
+    "tflite": (3, [tensorflow_only]),
+    "torch.export": (4, [torch_only]),
 }
 
 
@@ -229,11 +243,11 @@ def doc_snippets() -> list[str]:
     return [block.split("\n", 1)[1] for block in text.split("```python")[1:]]
 
 
-@pytest.mark.parametrize("route", sorted(DOC_SNIPPETS))
+@pytest.mark.parametrize(
+    "route", [pytest.param(route, marks=DOC_SNIPPETS[route][1]) for route in sorted(DOC_SNIPPETS)]
+)
 def test_deployment_doc_snippets_run(route, tmp_path, monkeypatch):
-    index, applies = DOC_SNIPPETS[route]
-    if not applies:
-        pytest.skip(f"{route} does not apply on the {BACKEND} backend here")
+    index = DOC_SNIPPETS[route][0]
     monkeypatch.chdir(tmp_path)
     snippets = [s.split("```", 1)[0] for s in doc_snippets()]
     namespace: dict = {}
@@ -344,6 +358,7 @@ def test_identified_model_exports_as_an_onnx_simulator(identified, kind, members
 
 
 @needs_onnx
+@converts_on_jax
 def test_the_polynomial_class_exports_as_an_onnx_simulator(tmp_path):
     """Its monomials and clamp in the file, from every backend (the conversion on JAX where the
     backend's own cannot); the file simulates as ``found.simulate``."""
@@ -396,6 +411,7 @@ def test_models_saved_on_another_backend_export_here(saved_on_another_backend, t
             np.testing.assert_allclose(got, saved, atol=1e-4 * np.abs(saved).max())
 
 
+@converts_on_jax
 def test_what_a_backend_cannot_convert_is_converted_on_jax_or_refused(identified, monkeypatch):
     """TensorFlow cannot convert a lag class's loop, PyTorch neither that nor GRU/LSTM layers."""
     import dataclasses

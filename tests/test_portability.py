@@ -13,11 +13,14 @@ import pytest
 
 import keras_mgu
 from keras_mgu import MGU
-from tests.helpers import BACKEND, to_numpy
+from tests.helpers import BACKEND, requires, to_numpy
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 SCRIPT = os.path.join(ROOT, "tests", "scripts", "portable_predict.py")
-OTHER_BACKENDS = [b for b in ("tensorflow", "jax", "torch") if b != BACKEND]
+#: The other backends, each skipped where it is not installed.
+OTHER_BACKENDS = [
+    pytest.param(b, marks=requires(b)) for b in ("tensorflow", "jax", "torch") if b != BACKEND
+]
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +29,13 @@ def saved_model(tmp_path_factory):
     keras.utils.set_random_seed(7)
     inputs = keras.Input((None, 3))
     masked = keras.layers.Masking(0.0)(inputs)
-    seq = MGU(5, return_sequences=True, go_backwards=True, unit_forget_bias=False,
-              bias_initializer="random_normal")(masked)
+    seq = MGU(
+        5,
+        return_sequences=True,
+        go_backwards=True,
+        unit_forget_bias=False,
+        bias_initializer="random_normal",
+    )(masked)
     out = keras.layers.Dense(2)(MGU(4)(seq))
     model = keras.Model(inputs, out)
     rng = np.random.default_rng(7)
@@ -55,7 +63,10 @@ def test_loads_and_predicts_the_same_on_other_backend(saved_model, backend):
     env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run(
         [sys.executable, SCRIPT, path, str(folder / "x.npy"), out_path],
-        capture_output=True, text=True, env=env, timeout=600,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = json.loads(proc.stdout.strip().splitlines()[-1])

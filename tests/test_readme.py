@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.helpers import BACKEND_INDEPENDENT, END_TO_END
+from tests.helpers import BACKEND_INDEPENDENT, END_TO_END, requires
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 MAPPING_HEADING = "## From a custom MATLAB training loop to keras-mgu"
@@ -276,6 +276,7 @@ def test_readme_figures_are_found_and_a_different_digit_is_caught():
 
 
 @END_TO_END
+@requires("tensorflow", subject="the quick start runs on TensorFlow")
 def test_readme_quick_start_prints_the_figures_readme_quotes():
     """The quick start's first command, run afresh on TensorFlow, prints README.md's digits."""
     rows, _ = _readme_figures().check("tensorflow")

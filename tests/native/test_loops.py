@@ -21,7 +21,8 @@ ACTS = {"tanh": np.tanh, "sigmoid": reference.sigmoid}
 
 @pytest.fixture(autouse=True)
 def _built():
-    assert native.status("tensorflow").available, native.status("tensorflow").reason
+    """The core library :func:`native.forward` and :func:`native.backward` call (no backend)."""
+    native.core()  # builds it if needed; raises BuildError or OSError where it cannot
 
 
 def _problem(rng, units, dtype, batch=4, steps=9, features=2):
