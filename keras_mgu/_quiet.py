@@ -66,7 +66,11 @@ def import_quietly(*names: str) -> list[str]:
     loaded = []
     for name in names:
         if name not in sys.modules:
-            if importlib.util.find_spec(name) is None:
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):  # an import hook that refuses it: not there
+                spec = None
+            if spec is None:
                 continue
             try:
                 with stderr_aside(replay=False):

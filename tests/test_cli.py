@@ -67,7 +67,8 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     assert {"network", "narx", "loop", "linear"} <= set(mgu["structures"])
     beyond = mgu["extrapolation"]  # the share of the test outside the estimation range
     assert 0 <= beyond["share"] <= 1 and beyond["samples"] == round(beyond["share"] * 206)
-    assert f"test, outside the estimation range, from sample 50: {beyond['share']:.1%}" in out
+    said = keras_mgu.sysid.judging.extrapolation.describe_extrapolation(beyond, 50)
+    assert f"test, {said}" in out
     for off in mgu["ran_off"]:  # runs that ran off, said as printed
         assert off["where"] in out and off["class"] == mgu["structures"][off["run"] - 1]
     # One number per run, its place in training order, in the progress lines as in the file.
@@ -824,9 +825,10 @@ def test_simulate_describes_the_chosen_class_not_the_settings_asked_for(
     found = SimpleNamespace(
         config=SimpleNamespace(units=(32,), cell="mgu", initial_state="learned"),  # as asked
         runs=[SimpleNamespace(structure=structure, config=chosen)], best=0, members=(0, 0),
+        kept=(0, 0),
     )  # fmt: skip
     assert keras_mgu.cli.report.model_label(found) == label
-    assert simulate._describe(found) == f"{label}, learned state, run 1 alone"
+    assert simulate._describe(found) == f"{label}, learned state, run 1 ({structure}) alone"
 
 
 def test_simulate_without_outputs_runs_from_the_learned_state(model_file, tmp_path, capsys):

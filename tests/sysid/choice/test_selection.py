@@ -7,6 +7,7 @@ import pytest
 
 from keras_mgu import datasets
 from keras_mgu.sysid import RecipeConfig, greedy_ensemble, identify
+from keras_mgu.sysid.choice.restarts import selection_pool
 from keras_mgu.sysid.choice.selection import select
 from tests.helpers import NETWORK_CLASSES
 
@@ -87,7 +88,8 @@ def test_identify_averages_the_runs_chosen_on_validation(tanks):
     assert found.members and found.members[0] == best.best == found.best
     # Chosen on the choice error (validation and horizon, each from measured samples).
     errors = [found.run_alone(k).choice_error(tanks) for k in range(len(found.runs))]
-    assert found.members == greedy_ensemble(errors)
+    pool = selection_pool(found.runs, found.runs[found.best].structure)  # the winning class's
+    assert found.members == tuple(pool[k] for k in greedy_ensemble([errors[k] for k in pool]))
     for run, error in zip(found.runs, errors, strict=True):
         np.testing.assert_allclose(run.choice_error, error, rtol=1e-5, atol=1e-7)
     chosen = dataclasses.replace(found, members=found.members)

@@ -223,7 +223,9 @@ def test_an_ensemble_predicts_with_every_member(found_and_plant):
     config = first.path.outer.get_config()
     config["y_mean"] = [m + 0.1 for m in config["y_mean"]]
     shifted = dataclasses.replace(first, path=SignalPath(datasets.Normalizer(**config)))
-    pair = dataclasses.replace(found, runs=[first, shifted], best=0, members=(0, 0, 1))
+    pair = dataclasses.replace(
+        found, runs=[first, shifted], best=0, members=(0, 0, 1), prediction_mix=None
+    )  # the members' own (the mix: its own tests)
     for k in (1, 10):
         alone = [pair.run_alone(j).predict(test.u, test.y, steps_ahead=k) for j in (0, 1)]
         assert not np.allclose(alone[0], alone[1])
