@@ -306,8 +306,12 @@ class Restarts:
         m = min(n, val.n_samples - 1)
         checks.append(("the validation record", val.y[m:] + test_like * std, m))
         if self._stress_applies():
-            stress = single.simulate(stress_input(est.u), est.y[:n])[n:]
-            checks.append(("the estimation inputs then reversed", stress, n))
+            u = stress_input(est.u)
+            if single.config.initial_state == "learned":  # its state is the record's start
+                checks.append(("the estimation inputs then reversed", single.simulate(u), 0))
+            else:
+                stress = single.simulate(u, est.y[:n])[n:]
+                checks.append(("the estimation inputs then reversed", stress, n))
         for experiment, y, offset in checks:
             said = describe_exit(experiment, y, self.box, offset, names)
             if said is not None:

@@ -9,7 +9,8 @@ box, or is not finite, on:
 2. the validation record, simulated from its first measured samples;
 3. a stress experiment (:func:`stress_input`): the estimation inputs, then
    the same inputs in reverse order, from the estimation record's first
-   measured samples: as
+   measured samples (a learned-state network: from its learned state, the
+   record's start, which spares fitting a state): as
    long again, the same amplitudes, another order, so that a run that holds
    on the record it was fitted to but is unstable elsewhere in its range
    shows. Where the least-squares ARX model leaves the box on it (a plant
