@@ -204,17 +204,22 @@ class RunSimulator:
         return limit if limit < ks[-1] else WINDOW_ALWAYS
 
     def _from_start(self, u: np.ndarray) -> np.ndarray:
+        """``u``'s free run from the estimation record's start state.
+
+        A learned state is that start. An encoder reads the run's own first
+        ``n_initial`` samples of the estimation record (``start`` holds the
+        longest lag of every class; each run takes as many as it reads): the
+        experiment is taken to start as that record did, so its first
+        ``n_initial`` rows are the record's first outputs and ``u[:n_initial]``
+        the inputs that go with them.
+        """
         path, config = self.run.path, self.run.config
+        if config.initial_state == "encoder":
+            n = min(config.n_initial, len(self.start[1]), len(u) - 1)
+            return self.simulate_windows(u[None], self.start[1][None, :n])[0]
         y0 = self.start[1][0] if self.start is not None else np.asarray(path.outer.y_mean)
         x, y_lin = path.inputs(u, y0)
-        if config.initial_state == "encoder":
-            u0, yh = self.start
-            xs, ys_lin = path.inputs(u0, yh[0])
-            past = encoder_history(xs, path.targets(yh, ys_lin), config.n_initial)
-            y_net = self._call([*past, x[None].astype("float32")])
-        else:
-            y_net = self._call(x[None].astype("float32"))
-        return path.outputs(y_net[0], y_lin)
+        return path.outputs(self._call(x[None].astype("float32"))[0], y_lin)
 
     def _network(self, x: np.ndarray, y_hist: np.ndarray) -> np.ndarray:
         """The network's outputs ``(B, T, n_outputs)``; the ``n`` given samples first."""

@@ -210,3 +210,15 @@ def assert_several_horizons_equal_one_prediction_each(test, result):
 def test_several_horizons_at_once_equal_one_prediction_each(found, narx):
     assert_several_horizons_equal_one_prediction_each(*found)
     assert_several_horizons_equal_one_prediction_each(*narx)
+
+
+def test_free_run_without_measured_outputs_starts_at_its_own_first_estimation_samples(narx):
+    """The start state is the estimation record's first ``n_initial`` samples of the run itself,
+    however many the identification keeps (it keeps the longest lag of every class tried)."""
+    _, found = narx
+    est = datasets.simulate_cascaded_tanks(n_samples=160, seed=0).estimation
+    n = found.runs[found.best].config.n_initial
+    longer = dataclasses.replace(found, start=(est.u[: n + 12], est.y[: n + 12]))
+    y_sim = longer.simulate(est.u)
+    np.testing.assert_allclose(y_sim[:n], est.y[:n])
+    np.testing.assert_allclose(y_sim, found.simulate(est.u, est.y[:n]), rtol=1e-6, atol=1e-9)
