@@ -74,15 +74,36 @@ class ResidualAnalysis:
         return np.sum(np.abs(self.cross_correlation) > self.band, axis=2)
 
     def summary(self) -> str:
-        """One line: how many correlations lie outside the band."""
-        m = len(self.lags) - 1
-        auto = int(self.autocorrelation_outside.sum())
-        cross = int(self.cross_correlation_outside.sum())
-        n_auto = self.autocorrelation[:, 1:].size
+        """One line: how many correlations lie outside the band, for each output by name.
+
+        One output: ``residual autocorrelation outside the 99% band at 3 of 25
+        lags (1..25); input cross-correlation at 2 of 51 (-25..25)``. Several:
+        ``residual correlations outside the 99% band, per output: y0:
+        autocorrelation at 3 of 25 lags (1..25), input cross-correlation at 2 of
+        51 (-25..25); y1: ...`` (by ``output_names`` where given). With several
+        inputs the cross-correlations of all of them are counted together
+        (``... of 102 (2 inputs x lags -25..25)``).
+        """
+        n_out = len(self.autocorrelation)
+        band = f"outside the {self.confidence:.0%} band"
+        if n_out == 1:
+            return f"residual autocorrelation {band} at {self._counts(0, '; ')}"
+        names = list(self.output_names)
+        names = names if len(names) == n_out else [f"y{o}" for o in range(n_out)]
+        listed = "; ".join(
+            f"{name}: autocorrelation at {self._counts(o, ', ')}" for o, name in enumerate(names)
+        )
+        return f"residual correlations {band}, per output: {listed}"
+
+    def _counts(self, output: int, separator: str) -> str:
+        """``3 of 25 lags (1..25)<separator>input cross-correlation at 2 of 51 (-25..25)``."""
+        m, n_inputs = len(self.lags) - 1, self.cross_correlation.shape[1]
+        auto = int(self.autocorrelation_outside[output])
+        cross = int(self.cross_correlation_outside[output].sum())
+        lags = f"-{m}..{m}" if n_inputs == 1 else f"{n_inputs} inputs x lags -{m}..{m}"
         return (
-            f"residual autocorrelation outside the {self.confidence:.0%} band at {auto} of "
-            f"{n_auto} lags (1..{m}); input cross-correlation at {cross} of "
-            f"{self.cross_correlation.size} (-{m}..{m})"
+            f"{auto} of {m} lags (1..{m}){separator}input cross-correlation at {cross} of "
+            f"{n_inputs * (2 * m + 1)} ({lags})"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -76,3 +76,33 @@ def test_fit_percent_follows_its_definition(rng):
         fit_percent(np.ones((10, 1)), np.zeros((10, 1)))
     with pytest.raises(ValueError, match="same"):
         fit_percent(y, y[:-1])
+
+
+def test_summary_counts_each_output_by_name(rng):
+    """Two outputs: each output's count of its own lags, not one pooled count of both."""
+    u = rng.normal(size=(400, 1))
+    coloured = np.convolve(rng.normal(size=400), np.ones(6), "same")
+    result = residual_analysis(
+        np.stack([rng.normal(size=400), coloured], axis=1), u, max_lag=10,
+        output_names=("level", "level2"),
+    )  # fmt: skip
+    auto, cross = result.autocorrelation_outside, result.cross_correlation_outside[:, 0]
+    assert auto[1] > auto[0]
+    text = result.summary()
+    for name, a, c in zip(("level", "level2"), auto, cross, strict=True):
+        want = f"{name}: autocorrelation at {a} of 10 lags (1..10), input cross-correlation at {c}"
+        assert f"{want} of 21 (-10..10)" in text
+    assert "of 20 lags" not in text  # not the two outputs' lags pooled
+    unnamed = residual_analysis(np.stack([coloured, coloured], axis=1), u, max_lag=10)
+    assert "y0: autocorrelation" in unnamed.summary() and "y1: " in unnamed.summary()
+
+
+def test_summary_of_one_output_says_its_lags(rng):
+    u = rng.normal(size=(300, 2))
+    result = residual_analysis(rng.normal(size=(300, 1)), u, max_lag=5)
+    auto = int(result.autocorrelation_outside[0])
+    cross = int(result.cross_correlation_outside.sum())
+    assert result.summary() == (
+        f"residual autocorrelation outside the 99% band at {auto} of 5 lags (1..5); input "
+        f"cross-correlation at {cross} of 22 (2 inputs x lags -5..5)"
+    )
