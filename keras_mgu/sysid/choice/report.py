@@ -15,6 +15,7 @@ from keras_mgu.datasets import SysIdData
 from keras_mgu.sysid.choice.candidates import Structure
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.models.arx import LINEAR_SHARE_MAX
+from keras_mgu.sysid.training.lag_run import one_step_iterations
 from keras_mgu.sysid.training.run import RunResult
 
 __all__ = [
@@ -46,9 +47,11 @@ def run_line(run: RunResult, name: str, kind: str, done: int) -> str:
             f"{p.degree}, lags na={p.na} nb={p.nb}, best at iteration {run.best_iteration} "
             f"(0: the least-squares fit), {run.seconds:.0f} s{_off(run)}"
         )
+    total = one_step_iterations(name, run.config) + run.config.iterations
     return (
         f"{label} ({name}, seed {run.seed}, learning rate {run.config.learning_rate:g}): "
-        f"{scores}, best at iteration {run.best_iteration}, {run.seconds:.0f} s{_off(run)}"
+        f"{scores}, best at iteration {run.best_iteration} of {total}, {run.seconds:.0f} s"
+        f"{_off(run)}"
     )
 
 
@@ -209,9 +212,20 @@ def _print_lag_settings(option: Structure) -> None:
     print(
         f"  {option.name}: ARX({na}, {nb}) with {branch}{units} in its loop, "
         f"state from the {config.n_initial} measured samples before each window, window "
-        f"{config.window} x batch {config.batch_size}, {config.iterations} iterations "
-        f"(after one-step ones), learning rate {config.learning_rate:g}, no weight decay",
+        f"{config.window} x batch {config.batch_size}, {_lag_iterations(option)}, "
+        f"learning rate {config.learning_rate:g}, no weight decay",
         flush=True,
+    )
+
+
+def _lag_iterations(option: Structure) -> str:
+    """How a lag run's iterations count: its one-step ones first, then its window ones."""
+    one, windows = one_step_iterations(option.name, option.config), option.config.iterations
+    if not one:
+        return f"{windows} iterations"
+    return (
+        f"{windows} iterations after {one} one-step ones (iterations 1-{one} one-step, "
+        f"{one + 1}-{one + windows} on windows)"
     )
 
 

@@ -193,6 +193,13 @@ def lag_config(
     )
 
 
+def one_step_iterations(name: str, config: RecipeConfig) -> int:
+    """The one-step steps a run of class ``name`` takes before its ``config.iterations`` window
+    steps (:data:`ONE_STEP`; none for the other classes). A run's iterations are counted
+    through both phases: its best iteration can be up to their sum."""
+    return int(ONE_STEP.get(name, 0.0) * min(config.iterations, config.effort * ITERATIONS))
+
+
 def window_schedule(config: RecipeConfig, one_step: int = 0) -> WindowSchedule:
     """The :class:`WindowSchedule` of a lag run's resolved ``config``, ``one_step`` steps first."""
     return WindowSchedule(
@@ -238,8 +245,7 @@ def train_lag_run(
         )
     else:
         model = build_output_error(linear)
-    one_step = int(ONE_STEP[name] * min(config.iterations, config.effort * ITERATIONS))
-    schedule = window_schedule(config, one_step)
+    schedule = window_schedule(config, one_step_iterations(name, config))
     info = train_lag_model(model, estimation, validation, schedule, seed, verbose, callbacks)
     run = RunResult(model, seed, info["score"], info["iteration"], info["seconds"], None, config)
     run.validation_history = info["history"]
