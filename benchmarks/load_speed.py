@@ -29,7 +29,8 @@ Usage::
 
     python benchmarks/load_speed.py --backend jax --rounds 5 \\
         --json benchmarks/results/load_speed_jax.json
-    python benchmarks/load_speed.py --model outputs/system_identification/mgu_h32_lr0.01/mgu.kmgu
+    python benchmarks/load_speed.py \
+        --model outputs/system_identification/network_mgu_h32_lr0.01/network_mgu.kmgu
     python benchmarks/load_speed.py --model mgu.kmgu --code /tmp/before   # an earlier commit's code
 """
 

@@ -29,7 +29,8 @@ Examples::
     python examples/system_identification.py --train run1.mat run2.mat --test run3.mat
 
 It writes PNGs (measured vs simulated test output, residual, training curves)
-into a folder of ``--out`` per model, named by its settings (``mgu_h32_lr0.01/``),
+into a folder of ``--out`` per model, named after the class and cell kept
+(``network_mgu_h32_lr0.01/``),
 records each model in ``<--out>/results.json`` and prints ``test RMSE: <value>``.
 """
 

@@ -54,11 +54,13 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     assert f"backend: {backend}" in out
     assert "test 256 samples" in out  # --quick's short simulated record
     runs = json.loads((tmp_path / "results.json").read_text())["runs"]
-    assert list(runs) == ["mgu_h4_lr0.01"]  # named by its settings
-    mgu = runs["mgu_h4_lr0.01"]
+    [(name, mgu)] = runs.items()  # named after the class and cell kept
+    assert name == keras_mgu.cli.naming.model_name(sysid.load(mgu["model_file"]))
+    assert name.startswith(f"{mgu['class']}_") or name == mgu["class"]
+    assert mgu["requested"] == "mgu_h4_lr0.01" and mgu["requested_cell"] == "MGU"
     # --quick passes small iterations explicitly; the rest is derived (no time budget).
     assert mgu["settings"] == {"units": [4], "iterations": 40, "steps_per_epoch": 40}
-    assert mgu["restarts"] == 2 and mgu["n_initial"] == 50 and mgu["model"] == "MGU"
+    assert mgu["restarts"] == 2 and mgu["n_initial"] == 50
     assert mgu["dataset"] == "simulated-tanks" and mgu["protocol"] is None
     # Two restarts, and one run more where the linear model makes a second structure worth a try.
     n_runs = len(mgu["stopping_scores"])
@@ -86,9 +88,9 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     assert mgu["headline"]["start"] == "the first 50 measured outputs"
     assert last_line_rmse(out) == pytest.approx(mgu["rmse_benchmark"], rel=1e-3)
     # The report names the model it made: its class and cell, in every line and in results.json.
-    label = mgu["label"]
+    label = mgu["model"]
     assert label == keras_mgu.cli.report.model_label(sysid.load(mgu["model_file"]))
-    assert label.split(" (")[0] in mgu["structures"]
+    assert label.split(" (")[0] == mgu["class"] in mgu["structures"]
     assert f"test RMSE below: the {label}'s simulation from the first 50 measured outputs, from " \
         "sample 50" in out  # fmt: skip
     assert (
@@ -118,10 +120,11 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     assert len(residuals["lags"]) == 26 and residuals["n_samples"] == 256 - 50
     assert residuals["band"] == pytest.approx(2.5758 / np.sqrt(206), rel=1e-4)
     assert 0 < mgu["wall_seconds"] and "seconds" not in mgu
-    for name in ("test_simulation", "test_residual", "residuals", "training"):
-        assert (tmp_path / "mgu_h4_lr0.01" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
-    # The identified model is a file, in its folder, that scores as it did.
-    path = tmp_path / "mgu_h4_lr0.01" / "mgu.kmgu"
+    for plot in ("test_simulation", "test_residual", "residuals", "training"):
+        assert (tmp_path / name / f"{plot}.png").read_bytes()[:4] == b"\x89PNG"
+    # The identified model is a file, in its folder, named after its class, that scores as it did.
+    stem = mgu["class"] if mgu["cell"] is None else f"{mgu['class']}_{mgu['cell']}"
+    path = tmp_path / name / f"{stem}.kmgu"
     assert mgu["model_file"] == str(path)
     assert f"model file: {path}" in out
     found = sysid.load(mgu["model_file"])
@@ -378,11 +381,12 @@ def test_runs_of_other_settings_into_one_folder_are_kept(tmp_path, capsys):
     assert main([*argv, "--units", "3"]) == 0
     assert main([*argv, "--units", "3", "2", "--learning-rate", "0.005"]) == 0
     runs = json.loads((tmp_path / "results.json").read_text())["runs"]
-    assert set(runs) == {"mgu_h3_lr0.01", "mgu_h3-2_lr0.005"}
-    assert runs["mgu_h3-2_lr0.005"]["config"]["units"] == [3, 2]
+    assert set(runs) == {"network_mgu_h3_lr0.01", "network_mgu_h3-2_lr0.005"}
+    assert runs["network_mgu_h3-2_lr0.005"]["config"]["units"] == [3, 2]
     for name in runs:
         assert (tmp_path / name / "training.png").exists()
-    assert re.search(r"\| [a-z+]+ \(MGU 3-2\) \| mgu_h3-2_lr0.005/ \|", capsys.readouterr().out)
+    out = capsys.readouterr().out
+    assert re.search(r"\| network \(MGU 3-2\) \| network_mgu_h3-2_lr0.005/ \|", out)
 
 
 @BACKEND_INDEPENDENT
@@ -475,7 +479,8 @@ def test_console_script_in_a_fresh_venv(tmp_path):
     assert np.isfinite(last_line_rmse(ran.stdout))
     assert (tmp_path / "out" / "results.json").exists()
     # The model file it wrote, simulated and exported by the installed commands.
-    model = str(tmp_path / "out" / "mgu_h4_lr0.01" / "mgu.kmgu")
+    [row] = json.loads((tmp_path / "out" / "results.json").read_text())["runs"].values()
+    model = row["model_file"]
     data = write_csv(tmp_path / "new.csv", datasets.simulate_cascaded_tanks(n_samples=64).test)
     commands = [["simulate", "--data", data, "--out", str(tmp_path / "sim.csv")]]
     if HAS_ONNX_EXPORT:

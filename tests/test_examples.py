@@ -51,23 +51,24 @@ def test_system_identification_compare_on_simulated_tanks(tmp_path, capsys):
                          flags=re.MULTILINE), kind  # fmt: skip
     for kind in ("mgu", "gru", "lstm"):
         for name in ("test_simulation", "test_residual", "training"):
-            path = tmp_path / f"{kind}_h4_lr0.01" / f"{name}.png"
+            path = tmp_path / f"network_{kind}_h4_lr0.01" / f"{name}.png"
             assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert re.search(
-        r"^\| [a-z+]+ \([^|]+\) \| lstm_h4_lr0.01/ \| \d+ \| \d+ \| [0-9.]+ \| -?[0-9.]+ "
+        r"^\| network \(LSTM 4\) \| network_lstm_h4_lr0.01/ \| \d+ \| \d+ \| [0-9.]+ \| -?[0-9.]+ "
         r"\| [0-9.]+ \|$",
         out,
         flags=re.MULTILINE,
     )
     runs = json.loads((tmp_path / "results.json").read_text())["runs"]
-    assert set(runs) == {"mgu_h4_lr0.01", "gru_h4_lr0.01", "lstm_h4_lr0.01"}
+    assert set(runs) == {"network_mgu_h4_lr0.01", "network_gru_h4_lr0.01", "network_lstm_h4_lr0.01"}
     for kind in ("MGU", "GRU", "LSTM"):
-        row = runs[f"{kind.lower()}_h4_lr0.01"]
-        assert row["model"] == kind and row["backend"]
+        row = runs[f"network_{kind.lower()}_h4_lr0.01"]  # named after the class and cell kept
+        assert row["model"] == f"network ({kind} 4)" and row["requested_cell"] == kind
+        assert row["class"] == "network" and row["cell"] == kind.lower() and row["backend"]
         assert row["n_initial"] == 50  # no protocol: the benchmark score starts at sample 50
         assert np.isfinite(row["rmse_benchmark"])
         # One model file per model, in its folder.
-        path = tmp_path / f"{kind.lower()}_h4_lr0.01" / f"{kind.lower()}.kmgu"
+        path = tmp_path / f"network_{kind.lower()}_h4_lr0.01" / f"network_{kind.lower()}.kmgu"
         found = sysid.load(path)
         assert found.config.cell == kind.lower()
         assert row["model_file"] == str(path)

@@ -1,4 +1,4 @@
-"""``keras-mgu identify``: identify a dynamical system with an MGU network.
+"""``keras-mgu identify``: identify a dynamical system, every model class tried.
 
 A command line over :mod:`keras_mgu.sysid`: load the estimation, validation
 and test records (:func:`load_data`: a benchmark, the simulated tanks, or
@@ -6,9 +6,12 @@ your own files read by ``keras_mgu.datasets.load_record``, several
 estimation experiments joined with their boundaries), build the recipe's
 :class:`~keras_mgu.sysid.RecipeConfig` from the options the user gave
 (:func:`build_config`; every other setting is derived from the record), train
-``--restarts`` runs per model and keep the best on validation
-(:func:`identify_model`), then report the test scores, plots and
-``results.json`` (:mod:`keras_mgu.cli.report`).
+every model class (the recurrent network alone or on the ARX model's
+residual, NARX, the network inside the ARX model's loop, the ARX model
+refined, the polynomial NARX), give the winning class ``--restarts`` runs and
+keep the best on validation (:func:`identify_model`), then report the test
+scores, plots and ``results.json`` (:mod:`keras_mgu.cli.report`), named after
+the class and cell kept (:func:`model_name`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,14 @@ from typing import Any
 from keras_mgu.cli import report
 from keras_mgu.cli.backends import BACKENDS
 from keras_mgu.cli.errors import DataError, OptionError, UsageError
+from keras_mgu.cli.naming import (
+    RECIPE_UNITS,
+    UsedNames,
+    kept_cell,
+    model_name,
+    run_name,
+    save_model_file,
+)
 
 __all__ = [
     "DATASETS",
@@ -41,24 +52,27 @@ __all__ = [
     "results_row",
     "run",
     "run_command",
-    "run_name",
-    "save_model_file",
 ]
 
-HELP = "identify a dynamical system with an MGU network (keras_mgu.sysid)"
+HELP = "identify a dynamical system: every model class tried, the best on validation kept"
 DESCRIPTION = """\
-Identify a dynamical system with an MGU network: train simulation models on the
-estimation record (keras_mgu.sysid's recipe), keep the best of --restarts runs on
-the validation record, and score the free-run simulation of the test record: RMSE
-over all samples, and from sample --n-initial on (the benchmark convention; in the
-benchmark's published unit too when the data carry a scoring protocol).
+Identify a dynamical system: train simulation models of every class on the
+estimation record (keras_mgu.sysid's recipe: the recurrent network alone and on
+the ARX model's residual, NARX, the network inside the ARX model's loop, the ARX
+model refined on the simulation error, the polynomial NARX), give the class that
+scores best on validation --restarts runs, keep the best, and score the free-run
+simulation of the test record: from sample --n-initial on (the benchmark
+convention; in the benchmark's published unit too when the data carry a scoring
+protocol), and over all samples.
 
-Each model's outputs go into a folder of --out named by its settings, e.g.
-mgu_h32_lr0.01/: the identified model mgu.kmgu (for keras-mgu simulate and
-keras-mgu export, or keras_mgu.sysid.load), test_simulation.png,
-test_residual.png and training.png; its entry, under the same name, goes into
---out/results.json (runs of other settings into the same --out are kept). The
-last line printed is 'test RMSE: <value>', the MGU's score in the record's units:
+The model kept goes into a folder of --out named after its class and cell, e.g.
+network_mgu_h32_lr0.01/ (network class, MGU cell, 32 units, learning rate 0.01),
+narx_mlp_h64-64_lr0.01/ or polynomial/: the identified model (network_mgu.kmgu,
+narx_mlp.kmgu, polynomial.kmgu; for keras-mgu simulate and keras-mgu export, or
+keras_mgu.sysid.load), test_simulation.png, test_residual.png and training.png;
+its entry, under the same name, goes into --out/results.json (runs of other
+settings into the same --out are kept). The last line printed is
+'test RMSE: <value>', the kept model's score in the record's units:
 the simulation from the first --n-initial measured test outputs, scored after them
 (the free run from the estimation record's start state, all samples, for a benchmark
 whose test record starts where estimation did, and for --n-initial 0).
@@ -74,8 +88,8 @@ and in results.json (scored_on). Several --train files are separate experiments:
 no training window crosses from one into the next, each starts from its own state.
 
 examples:
-  keras-mgu identify                                  # simulated tanks, MGU
-  keras-mgu identify --compare                        # MGU vs GRU vs LSTM
+  keras-mgu identify                                  # simulated tanks, every class
+  keras-mgu identify --compare                        # networks of MGU vs GRU vs LSTM
   keras-mgu identify --dataset cascaded-tanks --data-path dataBenchmark.csv
   keras-mgu identify --dataset wh2009 --data-path data/wh2009 --effort 4
   keras-mgu identify --train est.csv --test test.csv --inputs u1 u2 --outputs y --ts 0.1
@@ -108,8 +122,6 @@ MODELS = ("MGU", "GRU", "LSTM")
 DEFAULT_N_INITIAL = 50
 #: The encoder lag of ``RecipeConfig`` without a protocol (``sysid.config.DEFAULT_N_INITIAL``).
 RECIPE_N_INITIAL = 20
-#: Settings ``RecipeConfig`` fixes rather than derives (``units=None`` is one 32-unit layer).
-RECIPE_UNITS = (32,)
 RECIPE_LEARNING_RATE = 0.01
 #: ``--val-fraction``'s default: the end of the estimation data that validates
 #: (equal to ``keras_mgu.datasets.records.VALIDATION_FRACTION``, ``sysid.identify``'s).
@@ -531,26 +543,19 @@ def _cell(args: argparse.Namespace, kind: str) -> str:
     return cell
 
 
-def run_name(config: Any) -> str:
-    """The name of a model's outputs, from the settings asked for: ``mgu_h32_lr0.01``.
+def identify_model(
+    kind: str, data: Any, args: argparse.Namespace, n_initial: int, used: UsedNames | None = None
+) -> dict:
+    """Identify with the cell ``kind`` asks for, report and plot the model kept; its row.
 
-    Cell, units (stacked layers joined by ``-``: ``gru_h32-16_lr0.003``;
-    ``None``: the recipe's 32) and learning rate, the settings a grid over
-    models varies; the same name whichever class the recipe chooses.
-    """
-    units = "-".join(str(n) for n in config.units or RECIPE_UNITS)
-    cell = config.cell.rpartition(":")[2].lower()  # a user's cell by its class name
-    return f"{cell}_h{units}_lr{config.learning_rate:g}"
-
-
-def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: int) -> dict:
-    """Train ``--restarts`` runs of one model, report and plot it; its results row.
-
-    The plots go into ``<--out>/<run_name>/``; the row's ``name`` is that name.
+    The plots and the model file go into ``<--out>/<model_name>/``; the row's
+    ``name`` is that name (the caller makes it unique among the models of one
+    call, :func:`unique_names`).
     """
     from keras_mgu import sysid
     from keras_mgu.cli.model_file import check_encoder_history
 
+    used = used or UsedNames()
     config = build_config(args, _cell(args, kind))
     print(f"\n== {kind}: {args.restarts} restart(s) from seed {args.seed}", flush=True)
     given = {name: getattr(config, name) for name in ("cell", *recipe_options(args))}
@@ -571,7 +576,11 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
         max_lag=getattr(args, "residual_lags", RESIDUAL_LAGS),
     )  # fmt: skip
     label = report.model_label(found)
-    row = {"model": kind, "name": run_name(config), "label": label}
+    row = {
+        "model": label, "class": found.runs[found.best].structure,
+        "cell": kept_cell(found), "requested": run_name(config), "requested_cell": kind,
+        "name": used.unique(model_name(found), kind),
+    }  # fmt: skip
     row.update(results_row(found, evaluation, seconds, getattr(data, "protocol", None)))
     role = getattr(args, "scored_record", "test")
     row["scored_on"] = role
@@ -580,30 +589,11 @@ def identify_model(kind: str, data: Any, args: argparse.Namespace, n_initial: in
     if row["terms"]:
         print(found.describe())
     folder = os.path.join(args.out, row["name"])
-    plots = report.plot_results(label, test, evaluation, training_history(found), folder, role)
+    plots = report.plot_results(label, test, evaluation, found, folder, role)
     print(plots, flush=True)
-    row["model_file"] = save_model_file(found, kind, folder)
+    row["model_file"] = save_model_file(found, folder)
     print(f"model file: {row['model_file']}", flush=True)
     return row
-
-
-def training_history(found: Any) -> Any:
-    """What ``training.png`` draws for the chosen run: its early stopping, or its checks.
-
-    A lag-class run has no early-stopping callback; its validation checks
-    (``RunResult.validation_history``) are drawn per check instead.
-    """
-    run = found.runs[found.best]
-    if run.stopper is not None or not run.validation_history:
-        return run.stopper
-    return {"val_rmse": [float(score) for _, score in run.validation_history]}
-
-
-def save_model_file(found: Any, kind: str, out: str) -> str:
-    """Save ``found`` as ``<out>/<kind in lower case>.kmgu``; the path written."""
-    from keras_mgu.sysid.files.kmgu import SUFFIX
-
-    return found.save(os.path.join(out, f"{kind.lower()}{SUFFIX}"))
 
 
 def results_row(
@@ -685,7 +675,7 @@ def results_row(
 def run(args: argparse.Namespace) -> dict[str, dict]:
     """Identify each model on the data, report the scores, write plots and results.json.
 
-    ``<--out>/results.json`` maps each model's :func:`run_name` to its entry
+    ``<--out>/results.json`` maps each model's :func:`model_name` to its entry
     (the run's summary and the model's row); entries of earlier runs into the
     same folder under other names are kept. Returns the results table (model
     to its row).
@@ -701,7 +691,8 @@ def run(args: argparse.Namespace) -> dict[str, dict]:
     report.print_data(backend, _data_name(args), data, n_initial, role)
     if args.compare:
         print_estimates(data, args)
-    results = {kind: identify_model(kind, data, args, n_initial) for kind in _models(args)}
+    used = UsedNames()
+    results = {kind: identify_model(kind, data, args, n_initial, used) for kind in _models(args)}
     summary = {
         "backend": backend,
         "seed": args.seed,

@@ -93,17 +93,20 @@ def _fit(values: Any) -> str:
 def print_scores(
     kind: str, row: Mapping[str, Any], test: Any, n: int, protocol: Any, role: str = "test"
 ) -> None:
-    """One model's scores on ``test`` (the ``role`` record): free run, from the first ``n``
-    outputs, k steps ahead, residuals."""
-    print(
+    """One model's scores on ``test`` (the ``role`` record): the scored figure first (the
+    row's ``headline``), then the other simulation, k steps ahead, residuals."""
+    free = (
         f"{kind} {role}, free run from the estimation record's start state, all {test.n_samples} "
         f"samples: RMSE {fixed(row['rmse'])}, fit {_fit(row['fit_percent'])}"
     )
+    lines = [free]
     if n > 0:
-        print(
+        from_n = (
             f"{kind} {role}, the state set by the first {n} measured outputs, scored from sample "
             f"{n}: RMSE {fixed(row['rmse_benchmark'])}, fit {_fit(row['fit_percent_benchmark'])}"
         )
+        lines.insert(0 if _scored_from_n(row) else 1, from_n)
+    print("\n".join(lines))
     prediction = row.get("prediction")
     if prediction is not None:
         print(
@@ -126,6 +129,12 @@ def print_scores(
     print_outputs(row, n)
     print(_spread(test, role))
     print(f"{kind} residuals {_residual_source(n)}: {row['residuals']['summary']}")
+
+
+def _scored_from_n(row: Mapping[str, Any]) -> bool:
+    """Whether the row's scored figure (``headline``) is the simulation from the first ``n``
+    measured outputs, not the free run from the estimation record's start state."""
+    return bool(row.get("headline", {}).get("scored_from"))
 
 
 def _band_line(kind: str, band: Mapping[str, Any] | None, role: str = "test") -> str | None:
@@ -228,6 +237,7 @@ def _plot_test(kind: str, record: Any, evaluation: Any, name: str, out: str, rol
 
     head = evaluation.headline
     band = (head["lower"], head["upper"]) if "lower" in head else None
+    level = (getattr(evaluation, "band", None) or {}).get("level")
     others, simulation = (), name != "residual"
     if evaluation.reference_simulation is not None and head["scored_from"] > 0:
         others = (("ARX reference", evaluation.reference_simulation),)
@@ -237,12 +247,12 @@ def _plot_test(kind: str, record: Any, evaluation: Any, name: str, out: str, rol
         label=f"{kind}, simulated from {head['start']}", scored_from=head["scored_from"],
         residual=not simulation, band=band, others=others if simulation else (),
         u=record.u if simulation else None, input_names=tuple(record.input_names),
-        outside=evaluation.outside,
+        outside=evaluation.outside, band_label=f"{level:g} band" if level else "band",
     )  # fmt: skip
 
 
 def plot_results(
-    kind: str, record: Any, evaluation: Any, stopper: Any, out: str, role: str = "test"
+    kind: str, record: Any, evaluation: Any, found: Any, out: str, role: str = "test"
 ) -> str:
     """The scored record's plots (``test_*.png``, or ``validation_*.png`` for ``role``
     ``"validation"``), ``residuals.png`` and ``training.png`` in the folder ``out``.
@@ -251,7 +261,9 @@ def plot_results(
     simulation of the :attr:`~keras_mgu.sysid.Evaluation.headline`; the
     simulation's plot has the inputs in a panel below), the
     residual analysis (:func:`keras_mgu.sysid.residual_analysis`, one column
-    per output) and the training curves (:mod:`keras_mgu.plotting`).
+    per output) and the training of every run of ``found`` (the
+    :class:`~keras_mgu.sysid.Identification`; :func:`keras_mgu.plotting.plot_runs`,
+    none where ``found`` is None).
 
     Returns the line to print: the files written, or why there are none
     (matplotlib is the optional ``plot`` extra).
@@ -265,8 +277,10 @@ def plot_results(
     title = f"{kind}: residual analysis {_residual_source(evaluation.n_initial)}"
     path = os.path.join(out, "residuals.png")
     paths.append(plotting.plot_residual_analysis(evaluation.residuals, path, title))
-    if stopper is not None:
-        paths.append(plotting.plot_training(stopper, os.path.join(out, "training.png")))
+    if found is not None:
+        title = f"{kind}: training of each of the {len(found.runs)} runs"
+        path = os.path.join(out, "training.png")
+        paths.append(plotting.plot_runs(found.runs, path, title, found.kept))
     return "plots: " + ", ".join(paths)
 
 
@@ -323,31 +337,31 @@ def print_summary(results: Mapping[str, Mapping[str, Any]], test: Any, n_initial
 
     ``wall s`` is the training's wall time (runs trained side by side count once).
     """
-    later = n_initial > 0
-    header = f"| model | outputs | parameters | wall s | {role} RMSE (all, estimation start) |"
-    header += " fit % (all) |"
-    if later:
-        header += f" {role} RMSE (from sample {n_initial}) |"
+    columns = [("all, estimation start", "rmse", "fit_percent", "rmse_in_unit")]
+    if n_initial > 0:
+        later = (f"from sample {n_initial}", "rmse_benchmark", "fit_percent_benchmark",
+                 "rmse_benchmark_in_unit")  # fmt: skip
+        columns.insert(0 if _scored_from_n(next(iter(results.values()))) else 1, later)
+    header = f"| model | outputs | parameters | wall s | {role} RMSE ({columns[0][0]}) |"
+    header += f" fit % ({columns[0][0]}) |"
+    header += "".join(f" {role} RMSE ({name}) |" for name, *_ in columns[1:])
     if protocol is not None:
-        unit = _unit(protocol)
-        header += f" all [{unit}] |" + (f" from sample {n_initial} [{unit}] |" if later else "")
+        header += "".join(f" {name} [{_unit(protocol)}] |" for name, *_ in columns)
     print("\n" + header)
     print("|---" * (header.count("|") - 1) + "|")
     for kind, r in results.items():
-        label = r.get("label", kind)
-        line = f"| {label} | {r['name']}/ | {r['params']} | {r['wall_seconds']:.0f} | "
-        line += f"{fixed(r['rmse'])} | {_fit(r['fit_percent'])[:-2]} |"
-        if later:
-            line += f" {fixed(r['rmse_benchmark'])} |"
+        (_, rmse, fit, _), *rest = columns
+        line = f"| {r.get('model', kind)} | {r['name']}/ | {r['params']} | "
+        line += f"{r['wall_seconds']:.0f} | {fixed(r[rmse])} | {_fit(r[fit])[:-2]} |"
+        line += "".join(f" {fixed(r[key])} |" for _, key, _, _ in rest)
         if protocol is not None:
-            line += f" {r['rmse_in_unit']:.4g} |"
-            line += f" {r['rmse_benchmark_in_unit']:.4g} |" if later else ""
+            line += "".join(f" {r[key]:.4g} |" for *_, key in columns)
         print(line)
     print(_spread(test, role))
     first, kind = next(iter(results.values())), next(iter(results))
     head = first["headline"]
     scored = f"from sample {head['scored_from']}" if head["scored_from"] else "all samples"
-    label = first.get("label", kind)
+    label = first.get("model", kind)
     print(f"{role} RMSE below: the {label}'s simulation from {head['start']}, {scored}")
     if role != "test":
         print(NO_TEST)
