@@ -1,4 +1,5 @@
-"""plot_training: PNG files from WeightedEarlyStopping and keras History objects."""
+"""keras_mgu.plotting: training curves, every run of an identification, simulations and residual
+analyses as PNG files."""
 
 import os
 import struct
