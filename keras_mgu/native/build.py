@@ -18,6 +18,10 @@ compiler's version, the flags, the machine's CPU flags (``-march=native``) and,
 for ``xla`` and ``tf``, the jaxlib or TensorFlow version. Several processes may build at once: each
 compiles into its own temporary file under an exclusive file lock and moves it
 into place atomically, so a reader never sees a half-written library.
+
+A build is never silent: it takes minutes (:data:`TYPICAL_BUILD`), so one line
+on standard error says that it starts, why and where the library goes, and one
+that it ended and how long it took (:func:`build_notice`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,6 +53,9 @@ FLAGS = (
 OPENMP_FLAGS = ("-fopenmp", "-DKERAS_MGU_OPENMP")
 _SOURCES = {"core": "mgu_c_api.cc", "xla": "mgu_xla_ffi.cc", "tf": "mgu_tf_op.cc"}
 _HEADERS = ("mgu_kernel.h", "mgu_math.h", "mgu_threads.h")
+#: How long one library takes to compile with :data:`FLAGS` on a 2-core machine (1.5-2.5
+#: minutes each; a first identification on one backend builds two: ``core`` and its own).
+TYPICAL_BUILD = "about 2 minutes"
 
 
 class BuildError(RuntimeError):
@@ -86,11 +95,34 @@ def library_path(kind: str) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with _exclusive_lock(target.with_suffix(".lock")):
         if not target.exists():  # another process may have built it meanwhile
-            try:
-                _compile(cxx, kind, includes, target, [*OPENMP_FLAGS], backend_flags)
-            except BuildError:
-                _compile(cxx, kind, includes, target, [], backend_flags)
+            with build_notice(kind, target):
+                try:
+                    _compile(cxx, kind, includes, target, [*OPENMP_FLAGS], backend_flags)
+                except BuildError:
+                    _compile(cxx, kind, includes, target, [], backend_flags)
     return target
+
+
+@contextlib.contextmanager
+def build_notice(kind: str, target: Path) -> Iterator[None]:
+    """Say on standard error that library ``kind`` is compiled now, and then how long it took.
+
+    One line before (what, why, where, how long it usually takes) and one
+    after (the seconds it took, or that it failed: the error says why).
+    """
+    print(
+        f"keras-mgu: compiling the native {kind} library for this machine, once "
+        f"({TYPICAL_BUILD}; cached in {target.parent})",
+        file=sys.stderr, flush=True,
+    )  # fmt: skip
+    start = time.perf_counter()
+    try:
+        yield
+    except BuildError:
+        print(f"keras-mgu: the native {kind} library did not build", file=sys.stderr, flush=True)
+        raise
+    seconds = time.perf_counter() - start
+    print(f"keras-mgu: native {kind} library built in {seconds:.0f} s", file=sys.stderr, flush=True)
 
 
 def _include_dirs(kind: str) -> list[str]:

@@ -1,6 +1,7 @@
 """Building, caching and falling back: the native library's life cycle."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -51,6 +52,22 @@ def test_cached_library_is_reused_and_keyed_by_flags(tmp_path, monkeypatch):
     other = build.library_path("core")
     assert other != first and other.exists()
     assert not list(tmp_path.glob("*.tmp"))
+
+
+@BACKEND_INDEPENDENT
+def test_a_build_says_so_in_one_line_before_and_one_after(tmp_path, monkeypatch, capsys):
+    """Minutes of compiling are never silent; a cached library says nothing."""
+    monkeypatch.setenv("KERAS_MGU_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(build, "FLAGS", QUICK_FLAGS)
+    build.library_path("core")
+    before, after = capsys.readouterr().err.strip().splitlines()
+    assert before == (
+        "keras-mgu: compiling the native core library for this machine, once "
+        f"({build.TYPICAL_BUILD}; cached in {tmp_path})"
+    )
+    assert re.fullmatch(r"keras-mgu: native core library built in \d+ s", after)
+    build.library_path("core")
+    assert capsys.readouterr().err == ""
 
 
 @BACKEND_INDEPENDENT
