@@ -4,7 +4,12 @@
 simulates a new experiment from its inputs and, optionally, its first ``n``
 measured outputs (:mod:`~keras_mgu.sysid.models.state` estimates the state from
 them); each run's :class:`~keras_mgu.sysid.models.signals.SignalPath` maps the
-physical signals to the network's and back.
+physical signals to the network's and back. Its errors on records, which
+the choice weighs and a test scores, are its base
+:class:`~keras_mgu.sysid.judging.record_errors.RecordErrors`'s; what it
+calibrates on the validation record (the lag classes' window horizons, the
+prediction mix, the band), its base
+:class:`~keras_mgu.sysid.judging.calibration.Calibration`'s.
 """
 
 from __future__ import annotations
@@ -17,18 +22,15 @@ from typing import Any
 import keras
 import numpy as np
 
-from keras_mgu.datasets import Normalizer, Protocol, Record
-from keras_mgu.sysid.config import NETWORK_CLASSES, RecipeConfig
+from keras_mgu.datasets import Normalizer, Protocol
+from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.files import kmgu
-from keras_mgu.sysid.judging.band import Band, Trajectory, calibrate_band, check_level
+from keras_mgu.sysid.judging.band import Band, Trajectory, check_level
+from keras_mgu.sysid.judging.calibration import Calibration
 from keras_mgu.sysid.judging.extrapolation import EstimationRange
 from keras_mgu.sysid.judging.prediction import RunSimulator, check_signal
-from keras_mgu.sysid.judging.prediction_mix import (
-    MIX_HORIZONS,
-    PredictionMix,
-    fit_prediction_mix,
-)
-from keras_mgu.sysid.judging.scoring import equal_weights, error_rmse, score
+from keras_mgu.sysid.judging.prediction_mix import PredictionMix
+from keras_mgu.sysid.judging.record_errors import RecordErrors
 from keras_mgu.sysid.models.signals import SignalPath
 
 __all__ = ["BENCHMARK_N_INITIAL", "Identification"]
@@ -38,7 +40,7 @@ BENCHMARK_N_INITIAL = 50
 
 
 @dataclasses.dataclass
-class Identification:
+class Identification(RecordErrors, Calibration):
     """The result of :func:`identify`: the chosen run and every restart.
 
     ``simulate`` and ``score`` work in physical units.
@@ -255,22 +257,6 @@ class Identification:
         reference = self.reference().predictions(u, y, horizons, n)
         return self.prediction_mix.mixed(mean, reference)
 
-    def with_prediction_mix(self, record: Record, n_initial: int | None = None) -> Identification:
-        """This identification with each horizon's mix of its prediction and the ARX
-        reference's fitted on ``record`` (:mod:`~keras_mgu.sysid.judging.prediction_mix`).
-
-        Unchanged without an ARX reference, or where ``record`` is too short.
-        """
-        n = min(self.resolve_n_initial(n_initial), record.n_samples - 1)
-        fits = [k for k in MIX_HORIZONS if k < record.n_samples - n]
-        if self.arx is None or not fits or n < 1:
-            return self
-        alone = dataclasses.replace(self, prediction_mix=None)
-        model = alone.predictions(record.u, record.y, fits, n)
-        reference = self.reference().predictions(record.u, record.y, fits, n)
-        mix = fit_prediction_mix(model, reference, record.y, n)
-        return dataclasses.replace(self, prediction_mix=mix)
-
     def _band_level(self, band: Any) -> float | None:
         if band is None:
             return None
@@ -283,114 +269,11 @@ class Identification:
             )
         return level
 
-    def with_window_horizons(self, record: Record, n_initial: int | None = None) -> Identification:
-        """This identification with its lag-class members' window horizons chosen on ``record``.
-
-        Each averaged (or the chosen) lag-class run predicts from the
-        measured lags up to the horizon where, on ``record`` (one the networks
-        did not train on), that errs less than its simulation with the noise
-        model (:meth:`~keras_mgu.sysid.judging.prediction.RunSimulator.choose_window_horizon`).
-        """
-        n = min(self.resolve_n_initial(n_initial), record.n_samples - 1)
-        runs = list(self.runs)
-        for k in set(self.kept):
-            if runs[k].structure in NETWORK_CLASSES or runs[k].noise is None:
-                continue
-            limit = RunSimulator(runs[k], self.start).choose_window_horizon(record.u, record.y, n)
-            runs[k] = dataclasses.replace(runs[k], window_horizon=limit)
-        return dataclasses.replace(self, runs=runs)
-
-    def with_band(self, record: Record, n_initial: int | None = None) -> Identification:
-        """This identification with its band calibrated on ``record`` (:func:`calibrate_band`).
-
-        ``record`` should be one the networks did not train on (the
-        validation record); ``n_initial`` as :meth:`predict`'s.
-        """
-        found = dataclasses.replace(self, band=None)
-        n = self.resolve_n_initial(n_initial)
-        return dataclasses.replace(self, band=calibrate_band(found, record.u, record.y, n))
-
     def resolve_n_initial(self, n_initial: int | None = None) -> int:
         """The measured samples that set the state: ``n_initial``, the protocol's ``n``, else 50."""
         if n_initial is not None:
             return int(n_initial)
         return self.n_initial or BENCHMARK_N_INITIAL
-
-    def validation_error(self, data: Any) -> np.ndarray:
-        """The simulation error of ``data.validation``, ``(N_scored, n_outputs)``, standardised.
-
-        A validation record that continues the estimation record is simulated
-        after it (from the estimation start), every sample scored; a separate
-        one from its own first ``n_initial`` samples, scored after them.
-        """
-        val, outer = data.validation, self.path.outer
-        if self.config.validation_continues:
-            est = data.estimation
-            y_sim = self.simulate(np.concatenate([est.u, val.u]))[est.n_samples :]
-            return outer.transform_y(y_sim) - outer.transform_y(val.y)
-        n = self.config.n_initial
-        y_sim = self.simulate(val.u, val.y[:n])
-        return outer.transform_y(y_sim[n:]) - outer.transform_y(val.y[n:])
-
-    def horizon_error(self, data: Any) -> np.ndarray:
-        """The free-run error of each estimation experiment ``(N_scored, n_outputs)``, standardised.
-
-        Each experiment of ``data.estimation`` is simulated from its first
-        ``n`` measured samples (``n``: :meth:`resolve_n_initial`, at least the
-        run's ``n_initial``), as a test record is, and scored after them: a
-        horizon far longer than the windows a lag class or an encoder model
-        trains on, so that a drift or a slow instability shows.
-        """
-        errors = self.horizon_errors(data)
-        if not errors:
-            return np.zeros((0, len(self.path.outer.y_mean)))
-        return np.concatenate(errors)
-
-    def horizon_errors(self, data: Any) -> list[np.ndarray]:
-        """:meth:`horizon_error` of each estimation experiment, one array each."""
-        est, n = data.estimation, self._measured_n()
-        return [
-            self.test_like_error(est.slice(first, stop))
-            for first, stop in est.experiments
-            if stop - first > n
-        ]
-
-    def choice_error(self, data: Any) -> np.ndarray:
-        """The error :func:`~keras_mgu.sysid.identify` chooses by, flattened.
-
-        The validation record simulated from its first measured samples
-        (:meth:`test_like_error`) and the horizon error (:meth:`horizon_error`),
-        each scaled so that the squared RMSE of the result is the mean of
-        their two mean squares: the validation record
-        alone can rank runs unlike a test record (a run that validates well
-        over a short record and drifts over a long one), the estimation
-        record alone rewards fitting it.
-        """
-        return equal_weights(self.test_like_error(data.validation), self.horizon_error(data))
-
-    def test_like_error(self, record: Any) -> np.ndarray:
-        """``record`` simulated from its first ``n`` measured samples, as a test is scored.
-
-        ``(N - n, n_outputs)``, standardised; ``n`` as :meth:`horizon_error`'s.
-        Every class is scored alike here, whatever protocol its training
-        validated with (a learned-state network continues the estimation
-        record, a lag class starts from the validation record's own lags).
-        """
-        outer = self.path.outer
-        n = min(self._measured_n(), record.n_samples - 1)
-        y_sim = self.simulate(record.u, record.y[:n])
-        return outer.transform_y(y_sim[n:]) - outer.transform_y(record.y[n:])
-
-    def _measured_n(self) -> int:
-        """Measured samples that start the choice's simulations (the protocol's, or more)."""
-        return max(self.resolve_n_initial(), self.config.n_initial or 1)
-
-    def validation_rmse(self, data: Any) -> float:
-        """RMSE of ``data.validation`` in standardised output units, as training scored it.
-
-        See :meth:`validation_error`; a non-finite RMSE is ``inf``.
-        """
-        return error_rmse(self.validation_error(data))
 
     def save(self, filepath: str | os.PathLike) -> str:
         """Write this identification to one model file (``.kmgu``); returns its path.
@@ -444,22 +327,6 @@ class Identification:
     def run_alone(self, k: int) -> Identification:
         """This identification with run ``k`` alone kept (without the ensemble's band)."""
         return dataclasses.replace(self, best=k, members=(), band=None, prediction_mix=None)
-
-    def score(self, record: Record, convention: str = "all", n_initial: int | None = None) -> float:
-        """RMSE of the simulation of ``record`` (see :mod:`keras_mgu.sysid.judging.scoring`).
-
-        ``"all"``: simulated from ``u`` alone, every sample scored.
-        ``"benchmark"``: the first ``n`` measured outputs set the state
-        (``n``: ``n_initial``, else the data's protocol ``n``, else 50) and
-        samples ``n`` onward are scored; ``n = 0`` is the ``"all"`` score.
-        """
-        if convention != "benchmark":
-            return score(record.y, self.simulate(record.u), convention)
-        n = self.resolve_n_initial(n_initial)
-        if n == 0:  # no measured output given: the simulation from ``u`` alone
-            return score(record.y, self.simulate(record.u), "all")
-        y_sim = self.simulate(record.u, record.y[:n])
-        return score(record.y, y_sim, "benchmark", n)
 
 
 def load(filepath: str | os.PathLike) -> Identification:

@@ -7,7 +7,8 @@ from typing import Any
 
 import keras
 
-from keras_mgu.sysid.models.loop_cell import ArxLoopCell, LagState, anchor_arrays, arx_kernel
+from keras_mgu.sysid.models.loop_cell import ArxLoopCell, LagState
+from keras_mgu.sysid.models.loop_cell_arguments import anchor_arrays, arx_kernel
 
 __all__ = ["arx_loop_model", "lag_simulator"]
 

@@ -47,6 +47,10 @@ from the best linear model. The output of a step feeds back through ``z``:
 the free run of the model is the cell run by :class:`keras_mgu.FusedRNN`
 (its fused engine on every backend), and a window whose ``z_0`` is built from
 measured samples (:class:`LagState`) starts from the measured outputs.
+
+The arrays a cell is given (:func:`arx_kernel`, :func:`regressor_bounds`...)
+and the checks of its arguments are
+:mod:`~keras_mgu.sysid.models.loop_cell_arguments`'s, handed on here.
 """
 
 from __future__ import annotations
@@ -54,10 +58,24 @@ from __future__ import annotations
 from typing import Any
 
 import keras
-import numpy as np
 from keras import ops
 
 from keras_mgu.fused.cell import FusedCell
+from keras_mgu.sysid.models.loop_cell_arguments import (
+    FADE,
+    anchor_arrays,
+    arx_kernel,
+    check_array,
+    check_branch,
+    check_fade,
+    check_order,
+    check_range_pair,
+    check_term_outputs,
+    check_terms,
+    lag_state_size,
+    regressor_bounds,
+    state_sizes,
+)
 
 __all__ = [
     "FADE",
@@ -68,70 +86,6 @@ __all__ = [
     "lag_state_size",
     "regressor_bounds",
 ]
-
-#: How far outside its estimation range (a share of the range) a regressor
-#: takes the model all the way back to its anchor (a linear model).
-FADE = 0.25
-
-
-def lag_state_size(n_inputs: int, n_outputs: int, na: int, nb: int) -> int:
-    """Size of ``z``: ``na`` output lags and ``nb - 1`` input lags."""
-    return na * n_outputs + (nb - 1) * n_inputs
-
-
-def arx_kernel(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``W`` ``(nz + n_inputs, n_outputs)`` of ARX coefficients, rows ordered as ``r_t``.
-
-    ``a`` ``(n_outputs, na)`` and ``b`` ``(n_outputs, n_inputs, nb)`` as in
-    :class:`~keras_mgu.sysid.models.arx.LinearModel` (``y_i[k] = -sum_j a_ij
-    y_i[k-j] + sum_mj b_imj u_m[k-j] + c_i``).
-    """
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    n_outputs, na = a.shape
-    _, n_inputs, nb = b.shape
-    nz = lag_state_size(n_inputs, n_outputs, na, nb)
-    kernel = np.zeros((nz + n_inputs, n_outputs))
-    for i in range(n_outputs):
-        for j in range(1, na + 1):
-            kernel[(j - 1) * n_outputs + i, i] = -a[i, j - 1]
-        for m in range(n_inputs):
-            for j in range(1, nb):
-                kernel[na * n_outputs + (j - 1) * n_inputs + m, i] = b[i, m, j]
-            kernel[nz + m, i] = b[i, m, 0]
-    return kernel
-
-
-def anchor_arrays(anchor: Any, linear: Any) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(kernel, bias)`` of ARX model ``anchor`` in ``linear``'s orders; None for no anchor.
-
-    Both are :class:`~keras_mgu.sysid.models.arx.LinearModel`; ``anchor``'s
-    orders are at most ``linear``'s (its missing lags are zeros).
-    """
-    if anchor is None:
-        return None
-    padded = anchor.padded(*linear.orders)
-    return arx_kernel(padded.a, padded.b), padded.c
-
-
-def regressor_bounds(
-    u_range: tuple[np.ndarray, np.ndarray], y_range: tuple[np.ndarray, np.ndarray], na: int, nb: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-regressor ``(lower, upper)`` ``(nz + n_inputs,)`` in the order of ``r_t``.
-
-    ``u_range``, ``y_range``: each channel's ``(min, max)`` on the estimation
-    record, ``(n_inputs,)`` and ``(n_outputs,)`` arrays; every lag of a
-    channel gets that channel's range.
-    """
-    (u_lo, u_hi), (y_lo, y_hi) = (np.asarray(r, dtype=np.float64) for r in (u_range, y_range))
-    lower = np.concatenate([np.tile(y_lo, na), np.tile(u_lo, nb - 1), u_lo])
-    upper = np.concatenate([np.tile(y_hi, na), np.tile(u_hi, nb - 1), u_hi])
-    return lower, upper
-
-
-def _check_order(name: str, value: Any, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-        raise ValueError(f"`{name}` must be an integer >= {least}; received {value!r}.")
-    return int(value)
 
 
 @keras.saving.register_keras_serializable(package="keras_mgu")
@@ -148,7 +102,7 @@ class LagState(keras.layers.Layer):
 
     def __init__(self, na: int, nb: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.na, self.nb = _check_order("na", na, 1), _check_order("nb", nb, 1)
+        self.na, self.nb = check_order("na", na, 1), check_order("nb", nb, 1)
 
     def call(self, inputs: list) -> Any:
         u_past, y_past = inputs
@@ -228,62 +182,33 @@ class ArxLoopCell(FusedCell):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.n_inputs = _check_order("n_inputs", n_inputs, 1)
-        self.n_outputs = _check_order("n_outputs", n_outputs, 1)
-        self.na, self.nb = _check_order("na", na, 1), _check_order("nb", nb, 1)
+        self.n_inputs = check_order("n_inputs", n_inputs, 1)
+        self.n_outputs = check_order("n_outputs", n_outputs, 1)
+        self.na, self.nb = check_order("na", na, 1), check_order("nb", nb, 1)
         self.nz = lag_state_size(self.n_inputs, self.n_outputs, self.na, self.nb)
-        self.initial_kernel = self._initial("kernel", kernel, (self.nz + self.n_inputs, n_outputs))
-        self.initial_bias = self._initial("bias", bias, (n_outputs,))
-        self.hidden = tuple(_check_order("hidden", h, 1) for h in hidden)
-        self.bounds = _range_pair("bounds", bounds, (self.nz + self.n_inputs,))
+        width = self.nz + self.n_inputs
+        self.initial_kernel = check_array("kernel", kernel, (width, n_outputs))
+        self.initial_bias = check_array("bias", bias, (n_outputs,))
+        self.hidden = tuple(check_order("hidden", h, 1) for h in hidden)
+        self.bounds = check_range_pair("bounds", bounds, (width,))
         if anchor is None:
             anchor = (self.initial_kernel, self.initial_bias)
         self.anchor = (
-            self._initial("anchor kernel", anchor[0], self.initial_kernel.shape),
-            self._initial("anchor bias", anchor[1], self.initial_bias.shape),
+            check_array("anchor kernel", anchor[0], self.initial_kernel.shape),
+            check_array("anchor bias", anchor[1], self.initial_bias.shape),
         )
-        if isinstance(fade, bool) or not isinstance(fade, (int, float)) or not 0 < fade < np.inf:
-            raise ValueError(f"`fade` must be a positive number; received {fade!r}.")
-        self.fade = float(fade)
-        if isinstance(branch, dict):
-            branch = keras.saving.deserialize_keras_object(branch)
-        if branch not in ("mlp", "polynomial") and not hasattr(branch, "state_size"):
-            raise ValueError(
-                "`branch` must be 'mlp', 'polynomial' or a recurrent cell (with `state_size`); "
-                f"received {branch!r}."
-            )
+        self.fade = check_fade(fade)
+        branch = check_branch(branch)
         self.branch = branch
-        self.terms = self._terms(terms) if branch == "polynomial" else None
+        self.terms = check_terms(terms, width) if branch == "polynomial" else None
         self.term_outputs = None
         if self.terms is not None:
             shape = (len(self.terms), self.n_outputs)
-            mask = np.ones(shape) if term_outputs is None else np.asarray(term_outputs, float)
-            if mask.shape != shape or not np.all((mask == 0) | (mask == 1)):
-                raise ValueError(f"`term_outputs` must be 0/1 of shape {shape}; got {mask.shape}.")
-            self.term_outputs = mask
-        self.output_limits = _range_pair("output_limits", output_limits, (self.n_outputs,))
-        self.branch_sizes = [] if isinstance(branch, str) else _sizes(branch.state_size)
+            self.term_outputs = check_term_outputs(term_outputs, shape)
+        self.output_limits = check_range_pair("output_limits", output_limits, (self.n_outputs,))
+        self.branch_sizes = [] if isinstance(branch, str) else state_sizes(branch.state_size)
         self.state_size = [self.nz, *self.branch_sizes]
         self.output_size = self.n_outputs
-
-    @staticmethod
-    def _initial(name: str, value: Any, shape: tuple) -> np.ndarray:
-        array = np.zeros(shape) if value is None else np.asarray(value, dtype=np.float64)
-        if array.shape != shape or not np.all(np.isfinite(array)):
-            raise ValueError(
-                f"`{name}` must be a finite array of shape {shape}; got {array.shape}."
-            )
-        return array
-
-    def _terms(self, terms: Any) -> np.ndarray:
-        width = self.nz + self.n_inputs
-        array = np.asarray([] if terms is None else terms, dtype=np.int64).reshape(-1, 3)
-        if np.any(array < 0) or np.any(array > width):
-            raise ValueError(
-                f"`terms` must be index triples in [0, {width}] (index {width} is the "
-                f"constant one); received {terms!r}."
-            )
-        return array
 
     def build(self, input_shape: tuple) -> None:
         width = self.nz + self.n_inputs
@@ -424,30 +349,3 @@ class ArxLoopCell(FusedCell):
                 None if self.output_limits is None else [b.tolist() for b in self.output_limits]
             ),
         }
-
-
-def _range_pair(name: str, value: Any, shape: tuple) -> tuple[np.ndarray, np.ndarray] | None:
-    """``value`` as ``(lower, upper)``: finite arrays of ``shape``, ``upper > lower``; or None."""
-    if value is None:
-        return None
-    try:
-        lower, upper = (np.asarray(b, dtype=np.float64) for b in value)
-    except (TypeError, ValueError):
-        lower = upper = None
-    if (
-        lower is None
-        or lower.shape != shape
-        or upper.shape != shape
-        or not (np.all(np.isfinite(lower)) and np.all(np.isfinite(upper)))
-        or not np.all(upper > lower)
-    ):
-        raise ValueError(
-            f"`{name}` must be (lower, upper), finite arrays of shape {shape} with upper > lower."
-        )
-    return lower, upper
-
-
-def _sizes(state_size: Any) -> list[int]:
-    if isinstance(state_size, (list, tuple)):
-        return [int(s) for s in state_size]
-    return [int(state_size)]

@@ -1,0 +1,129 @@
+"""An identification's errors on measured records: those the choice weighs, and its scores.
+
+:class:`RecordErrors` is a base of :class:`~keras_mgu.sysid.Identification`:
+its methods simulate with the identification's own ``simulate`` and
+standardise with its signal path (``path.outer``). The choice
+(:mod:`~keras_mgu.sysid.choice.restarts`) weighs, in standardised units,
+
+* :meth:`~RecordErrors.test_like_error`: a record simulated from its first
+  ``n`` measured outputs and scored after them, as a test record is;
+* :meth:`~RecordErrors.horizon_error`: the same for each experiment of the
+  estimation record, a horizon far longer than the training windows;
+* :meth:`~RecordErrors.choice_error`: the two weighed equally;
+
+with ``n`` the measured samples that start them (``_measured_n``).
+:meth:`~RecordErrors.validation_error` is the validation record's error as
+training scored it, and :meth:`~RecordErrors.score` the RMSE of a record in
+physical units, by either convention of :mod:`~keras_mgu.sysid.judging.scoring`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from keras_mgu.datasets import Record
+from keras_mgu.sysid.judging.scoring import equal_weights, error_rmse, score
+
+__all__ = ["RecordErrors"]
+
+
+class RecordErrors:
+    """The errors of an identification on records (module docstring).
+
+    A base of :class:`~keras_mgu.sysid.Identification`, whose ``simulate``,
+    ``resolve_n_initial``, ``path`` and ``config`` it reads.
+    """
+
+    def validation_error(self, data: Any) -> np.ndarray:
+        """The simulation error of ``data.validation``, ``(N_scored, n_outputs)``, standardised.
+
+        A validation record that continues the estimation record is simulated
+        after it (from the estimation start), every sample scored; a separate
+        one from its own first ``n_initial`` samples, scored after them.
+        """
+        val, outer = data.validation, self.path.outer
+        if self.config.validation_continues:
+            est = data.estimation
+            y_sim = self.simulate(np.concatenate([est.u, val.u]))[est.n_samples :]
+            return outer.transform_y(y_sim) - outer.transform_y(val.y)
+        n = self.config.n_initial
+        y_sim = self.simulate(val.u, val.y[:n])
+        return outer.transform_y(y_sim[n:]) - outer.transform_y(val.y[n:])
+
+    def horizon_error(self, data: Any) -> np.ndarray:
+        """The free-run error of each estimation experiment ``(N_scored, n_outputs)``, standardised.
+
+        Each experiment of ``data.estimation`` is simulated from its first
+        ``n`` measured samples (``n``: ``resolve_n_initial()``, at least the
+        run's ``n_initial``), as a test record is, and scored after them: a
+        horizon far longer than the windows a lag class or an encoder model
+        trains on, so that a drift or a slow instability shows.
+        """
+        errors = self.horizon_errors(data)
+        if not errors:
+            return np.zeros((0, len(self.path.outer.y_mean)))
+        return np.concatenate(errors)
+
+    def horizon_errors(self, data: Any) -> list[np.ndarray]:
+        """:meth:`horizon_error` of each estimation experiment, one array each."""
+        est, n = data.estimation, self._measured_n()
+        return [
+            self.test_like_error(est.slice(first, stop))
+            for first, stop in est.experiments
+            if stop - first > n
+        ]
+
+    def choice_error(self, data: Any) -> np.ndarray:
+        """The error :func:`~keras_mgu.sysid.identify` chooses by, flattened.
+
+        The validation record simulated from its first measured samples
+        (:meth:`test_like_error`) and the horizon error (:meth:`horizon_error`),
+        each scaled so that the squared RMSE of the result is the mean of
+        their two mean squares: the validation record
+        alone can rank runs unlike a test record (a run that validates well
+        over a short record and drifts over a long one), the estimation
+        record alone rewards fitting it.
+        """
+        return equal_weights(self.test_like_error(data.validation), self.horizon_error(data))
+
+    def test_like_error(self, record: Any) -> np.ndarray:
+        """``record`` simulated from its first ``n`` measured samples, as a test is scored.
+
+        ``(N - n, n_outputs)``, standardised; ``n`` as :meth:`horizon_error`'s.
+        Every class is scored alike here, whatever protocol its training
+        validated with (a learned-state network continues the estimation
+        record, a lag class starts from the validation record's own lags).
+        """
+        outer = self.path.outer
+        n = min(self._measured_n(), record.n_samples - 1)
+        y_sim = self.simulate(record.u, record.y[:n])
+        return outer.transform_y(y_sim[n:]) - outer.transform_y(record.y[n:])
+
+    def _measured_n(self) -> int:
+        """Measured samples that start the choice's simulations (the protocol's, or more)."""
+        return max(self.resolve_n_initial(), self.config.n_initial or 1)
+
+    def validation_rmse(self, data: Any) -> float:
+        """RMSE of ``data.validation`` in standardised output units, as training scored it.
+
+        See :meth:`validation_error`; a non-finite RMSE is ``inf``.
+        """
+        return error_rmse(self.validation_error(data))
+
+    def score(self, record: Record, convention: str = "all", n_initial: int | None = None) -> float:
+        """RMSE of the simulation of ``record`` (see :mod:`keras_mgu.sysid.judging.scoring`).
+
+        ``"all"``: simulated from ``u`` alone, every sample scored.
+        ``"benchmark"``: the first ``n`` measured outputs set the state
+        (``n``: ``n_initial``, else the data's protocol ``n``, else 50) and
+        samples ``n`` onward are scored; ``n = 0`` is the ``"all"`` score.
+        """
+        if convention != "benchmark":
+            return score(record.y, self.simulate(record.u), convention)
+        n = self.resolve_n_initial(n_initial)
+        if n == 0:  # no measured output given: the simulation from ``u`` alone
+            return score(record.y, self.simulate(record.u), "all")
+        y_sim = self.simulate(record.u, record.y[:n])
+        return score(record.y, y_sim, "benchmark", n)
