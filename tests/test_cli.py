@@ -902,13 +902,18 @@ def test_simulate_and_export_refuse_bad_files(model_file, tmp_path, capsys):
         (["export", "--model", path, "--bogus"], "unrecognized arguments: --bogus", 1),
     ]  # fmt: skip
     for argv, message, usage in cases:
-        assert exit_status([*argv, "--out", str(tmp_path / "out.file")]) == 2
+        assert exit_status([*argv, "--out", out_file(tmp_path, argv[0])]) == 2
         err = capsys.readouterr().err
         assert f"keras-mgu {argv[0]}: error:" in err and message in err, err
         assert ("usage:" in err) == bool(usage), err
         assert usage or err.count("\n") == 1, err
         assert "`" not in err, err  # options as typed, not the settings' Python names
-    assert not (tmp_path / "out.file").exists()
+    assert not list(tmp_path.glob("out.*"))
+
+
+def out_file(folder, command: str) -> str:
+    """An ``--out`` named for what ``command`` writes: ``out.csv`` (simulate), ``out.onnx``."""
+    return str(folder / ("out.csv" if command == "simulate" else "out.onnx"))
 
 
 def exit_status(argv) -> int:
@@ -1146,7 +1151,6 @@ def test_simulate_and_export_check_files_before_the_backend_loads(
     no_u.write_text("time,y\n0,1\n1,2\n")
     not_a_model = tmp_path / "notes.kmgu"
     not_a_model.write_text("hello\n")
-    out = ["--out", str(tmp_path / "out.file")]
     cases = [
         (["simulate", "--model", str(not_a_model), "--data", csv], "not a keras-mgu model file"),
         (["simulate", "--model", path, "--data", str(no_u)], "no input column(s) ['u']"),
@@ -1158,10 +1162,10 @@ def test_simulate_and_export_check_files_before_the_backend_loads(
         (["export", "--model", str(not_a_model)], "cannot load the model"),
     ]  # fmt: skip
     for argv, message in cases:
-        loaded, code, err = probe(*argv, *out)
+        loaded, code, err = probe(*argv, "--out", out_file(tmp_path, argv[0]))
         assert code == 2 and message in err, err[-2000:]
         assert loaded == [], (argv, loaded)
-    assert not (tmp_path / "out.file").exists()
+    assert not list(tmp_path.glob("out.*"))
 
 
 def test_simulation_plot_draws_the_inputs_below_the_outputs(model_file, tmp_path, monkeypatch):

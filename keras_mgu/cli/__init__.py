@@ -239,11 +239,12 @@ def main(argv: list[str] | None = None) -> int:
     Returns the exit status (0 on success). Every error is one line
     ``keras-mgu COMMAND: error: ...`` on stderr and status 2: a bad option
     value (from ``argparse``, by :class:`ArgumentParser`: ``SystemExit(2)``),
-    a file that is not there or not a model file, data that cannot be read
-    (read before the backend is imported), a missing extra or backend. A
-    wrong command line (an unknown or missing option, options that exclude
-    each other: argparse's and :class:`~keras_mgu.cli.errors.UsageError`)
-    also shows the usage.
+    a file that is not there or not a model file, an output file named for
+    another format than the command writes, data that cannot be read (read
+    before the backend is imported), a missing extra or backend. A wrong
+    command line (an unknown or missing option, options that exclude each
+    other: argparse's and :class:`~keras_mgu.cli.errors.UsageError`) also
+    shows the usage.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     args, unknown = build_parser().parse_known_args(argv)

@@ -6,12 +6,15 @@ command line (:class:`UsageError`: options missing, or given together where
 they exclude each other) also shows the usage, as argparse does for an
 unknown or missing option. Messages name options as they are typed:
 :func:`command_line_text` writes a setting's Python name (```columns```)
-as its option (``--columns``).
+as its option (``--columns``). A file is what its name says:
+:func:`check_out_file` refuses an output file whose suffix names another
+format than the one the command writes.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 
 __all__ = [
@@ -20,6 +23,7 @@ __all__ = [
     "MissingExtra",
     "OptionError",
     "UsageError",
+    "check_out_file",
     "command_line_text",
 ]
 
@@ -60,3 +64,17 @@ def command_line_text(message: str, parser: argparse.ArgumentParser) -> str:
         if long:
             options.setdefault(action.dest, long[0])
     return _QUOTED_NAME.sub(lambda m: options.get(m.group(1), m.group(0)), message)
+
+
+def check_out_file(option: str, path: str, suffix: str, command: str, written: str) -> None:
+    """Refuse (:class:`OptionError`) an output file ``path`` whose name does not end in ``suffix``.
+
+    ``suffix`` (``".csv"``, any case) is the one of the format ``written`` (``"CSV"``) that
+    ``command`` writes, so that no file is written under a name that says another format:
+    ``--out: expected a file name ending in .csv (simulate writes CSV); got 'sim.txt'``.
+    """
+    if os.path.splitext(os.path.basename(path))[1].lower() != suffix.lower():
+        raise OptionError(
+            f"{option}: expected a file name ending in {suffix} ({command} writes {written}); "
+            f"got {path!r}"
+        )

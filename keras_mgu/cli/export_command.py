@@ -16,6 +16,8 @@ n_outputs), named after the model's output channels: ``y`` for an output
 takes is fixed (its encoder's lag): ``export`` says it, the file's metadata
 (``keras_mgu.measured_samples``) and graph name carry it, and without
 ``--out`` the file is named after it (``mgu_from20.onnx`` beside ``mgu.kmgu``).
+An ``--out`` whose name does not end in ``.onnx`` is refused: the file is
+what its name says.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import os
 from typing import Any
 
 from keras_mgu.cli.backends import BACKENDS, configured_backend
-from keras_mgu.cli.errors import MissingExtra, OptionError
+from keras_mgu.cli.errors import MissingExtra, OptionError, check_out_file
 from keras_mgu.cli.model_file import read_model_info
 from keras_mgu.cli.simulate import load_model
 
@@ -51,19 +53,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="model file (.kmgu) from keras-mgu identify")  # fmt: skip
     parser.add_argument("--format", choices=FORMATS, default="onnx", help="file format")
     parser.add_argument("--out", metavar="FILE",
-                        help="the file to write (default: beside the model file, named after it "
-                        "and the measured samples the file starts from: mgu.onnx, "
-                        "mgu_from20.onnx)")  # fmt: skip
+                        help="the file to write, its name ending in the format's suffix (.onnx) "
+                        "(default: beside the model file, named after it and the measured "
+                        "samples the file starts from: mgu.onnx, mgu_from20.onnx)")  # fmt: skip
     parser.add_argument("--backend", choices=tuple(BACKENDS),
                         help="Keras backend whose exporter writes the file (default: "
                         "$KERAS_BACKEND, else Keras' configured one)")  # fmt: skip
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    """The format's exporter installed (:func:`check_exporter`), the model file there.
+    """``--out`` named for the format (``.onnx``), the format's exporter installed
+    (:func:`check_exporter`), the model file there.
 
-    :class:`MissingExtra`, :class:`OptionError` otherwise; before any other work.
+    :class:`OptionError`, :class:`MissingExtra` otherwise; before any other work.
     """
+    if args.out is not None:
+        check_out_file("--out", args.out, f".{args.format}", "export", args.format.upper())
     check_exporter(args)
     if not os.path.isfile(args.model):
         raise OptionError(f"--model: no such file: {args.model!r}")

@@ -38,7 +38,7 @@ from typing import Any
 
 from keras_mgu._atomic import write_atomically
 from keras_mgu.cli.backends import BACKENDS
-from keras_mgu.cli.errors import DataError, OptionError, UsageError
+from keras_mgu.cli.errors import DataError, OptionError, UsageError, check_out_file
 from keras_mgu.cli.identify import RESIDUAL_LAGS, add_residual_lags, count, positive_int
 from keras_mgu.cli.model_file import check_encoder_history, read_model_info
 
@@ -92,7 +92,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="names of all the columns, in order, of a file without a header "
                         "row (.mat and .npz: instead of their variable names)")  # fmt: skip
     parser.add_argument("--out", required=True, metavar="CSV",
-                        help=f"CSV file: <output>{SIM_SUFFIX} the free run; with N measured "
+                        help=f"CSV file (its name ending in .csv): <output>{SIM_SUFFIX} the free "
+                        f"run; with N measured "
                         f"outputs also <output>{FROM_SUFFIX}<N>, the simulation from them, and "
                         f"with --steps-ahead <output>{PRED_SUFFIX}<K>")  # fmt: skip
     parser.add_argument("--n-initial", type=count, metavar="N",
@@ -126,8 +127,9 @@ def band_level(text: str) -> float:
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    """The model and data files must exist (:class:`OptionError`); ``--outputs`` goes with
-    ``--inputs`` (:class:`UsageError`)."""
+    """``--out`` must name a ``.csv`` file and the model and data files must exist
+    (:class:`OptionError`); ``--outputs`` goes with ``--inputs`` (:class:`UsageError`)."""
+    check_out_file("--out", args.out, ".csv", "simulate", "CSV")
     for option, path in (("--model", args.model), ("--data", args.data)):
         if not os.path.isfile(path):
             raise OptionError(f"{option}: no such file: {path!r}")
