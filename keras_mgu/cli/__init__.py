@@ -30,7 +30,8 @@ Subcommands:
 ``sys.argv[1:]``) and returns the exit status. Neither it nor the command
 modules import Keras or a backend before a command runs, so ``--help`` and
 usage errors are quick; the backends' start-up logging is silenced unless
-``--verbose``.
+``--verbose``. Options are spelled out: an abbreviation (``--input`` for
+``--inputs``) is an unknown option.
 """
 
 from __future__ import annotations
@@ -96,16 +97,22 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """An ``argparse`` parser whose bad option values are one line, without the usage.
+    """An ``argparse`` parser whose bad option values are one line, without the usage, and
+    whose options are spelled out.
 
     ``keras-mgu identify: error: argument --units: expected a positive
     integer; got '0'`` (a value its ``type`` or ``choices`` refuses). A wrong
     command line (an unknown option or command, a missing required option,
     options that exclude each other, an option without its value) is reported
-    with the usage, as argparse does.
+    with the usage, as argparse does. Abbreviations are off (``allow_abbrev``
+    is False unless given): ``--input`` is not taken for ``--inputs``.
     """
 
     _bad_value = False
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def _get_value(self, action: argparse.Action, arg_string: str):
         try:
@@ -132,12 +139,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog=PROG,
         description="Minimal Gated Unit (MGU) networks for Keras 3: command-line jobs.",
-        epilog=f"Run '{PROG} COMMAND --help' for the options of a command.",
+        epilog=f"Run '{PROG} COMMAND --help' for the options of a command. Options are "
+        "spelled out in full (--inputs, not --input).",
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(
-        dest="command", metavar="COMMAND", title="commands", required=True
+        dest="command",
+        metavar="COMMAND",
+        title="commands",
+        required=True,
+        parser_class=ArgumentParser,
     )
     for name, module in COMMANDS.items():
         sub = commands.add_parser(
@@ -242,9 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     a file that is not there or not a model file, an output file named for
     another format than the command writes, data that cannot be read (read
     before the backend is imported), a missing extra or backend. A wrong
-    command line (an unknown or missing option, options that exclude each
-    other: argparse's and :class:`~keras_mgu.cli.errors.UsageError`) also
-    shows the usage.
+    command line (an unknown, abbreviated or missing option, options that
+    exclude each other: argparse's and
+    :class:`~keras_mgu.cli.errors.UsageError`) also shows the usage.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     args, unknown = build_parser().parse_known_args(argv)

@@ -1,13 +1,16 @@
-"""Output files are named for what they hold.
+"""Output files are named for what they hold, and options are spelled out in full.
 
 ``simulate --out`` writes CSV and ``export --out`` ONNX: another suffix is
-refused at once, in one line, and nothing is written.
+refused at once, in one line, and nothing is written. argparse's
+abbreviations are off in every parser: ``--input`` is an unknown option, not
+``--inputs``.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from keras_mgu.cli import build_parser
 from keras_mgu.cli.errors import OptionError, check_out_file
 from tests.cli.common import MODEL, exit_status, write_inputs
 from tests.helpers import BACKEND_INDEPENDENT
@@ -41,3 +44,33 @@ def test_an_out_file_is_judged_by_its_suffix_in_any_case():
     for path in ("sim.csv.txt", "csv", "sim.csv/run", ".csv"):
         with pytest.raises(OptionError, match="expected a file name ending in .csv"):
             check_out_file("--out", path, ".csv", "simulate", "CSV")
+
+
+@pytest.mark.parametrize(
+    "command, abbreviated",
+    [
+        (["identify", "--train", "/no/such.csv"], ["--input", "u"]),  # --inputs
+        (["identify", "--train", "/no/such.csv"], ["--model-class", "network"]),  # --model-classes
+        (["simulate", "--model", MODEL], ["--input", "force"]),  # --inputs
+        (["simulate", "--model", MODEL], ["--step", "3"]),  # --steps-ahead
+    ],
+)
+def test_an_abbreviated_option_is_unknown(command, abbreviated, tmp_path, capsys):
+    argv = [*command, *abbreviated]
+    if command[0] == "simulate":
+        argv += ["--data", write_inputs(tmp_path / "inputs.csv"), "--out", str(tmp_path / "s.csv")]
+    else:
+        argv += ["--out", str(tmp_path)]
+    assert exit_status(argv) == 2
+    err = capsys.readouterr().err
+    assert "usage:" in err, err
+    assert f"keras-mgu {command[0]}: error: unrecognized arguments: {' '.join(abbreviated)}" in err
+    assert not (tmp_path / "s.csv").exists()
+
+
+def test_no_parser_takes_abbreviations():
+    parser = build_parser()
+    [commands] = [a for a in parser._actions if a.dest == "command"]
+    assert not parser.allow_abbrev
+    assert all(not sub.allow_abbrev for sub in commands.choices.values())
+    assert type(commands.choices["simulate"]) is type(parser)  # one-line bad values too
