@@ -31,7 +31,9 @@ Subcommands:
 modules import Keras or a backend before a command runs, so ``--help`` and
 usage errors are quick; the backends' start-up logging is silenced unless
 ``--verbose``. Options are spelled out: an abbreviation (``--input`` for
-``--inputs``) is an unknown option.
+``--inputs``) is an unknown option. A reader of the printed report that stops
+early (``| head -3``) ends the report, not the work
+(:mod:`keras_mgu.cli.closed_pipe`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from keras_mgu.cli import export_command as _export
 from keras_mgu.cli import identify as _identify
 from keras_mgu.cli import simulate as _simulate
 from keras_mgu.cli import tune as _tune
+from keras_mgu.cli.closed_pipe import report_until_closed
 from keras_mgu.cli.errors import CommandError, UsageError, command_line_text
 
 __all__ = ["build_parser", "main"]
@@ -256,8 +259,16 @@ def main(argv: list[str] | None = None) -> int:
     before the backend is imported), a missing extra or backend. A wrong
     command line (an unknown, abbreviated or missing option, options that
     exclude each other: argparse's and
-    :class:`~keras_mgu.cli.errors.UsageError`) also shows the usage.
+    :class:`~keras_mgu.cli.errors.UsageError`) also shows the usage. A closed
+    pipe on standard output ends the printed report, not the command
+    (:func:`~keras_mgu.cli.closed_pipe.report_until_closed`).
     """
+    with report_until_closed():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
+    """:func:`main`'s work: parse ``argv``, check and read the inputs, run the command."""
     argv = sys.argv[1:] if argv is None else list(argv)
     args, unknown = build_parser().parse_known_args(argv)
     if unknown:  # told by the command's parser, with its usage

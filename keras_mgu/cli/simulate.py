@@ -27,7 +27,8 @@ When the file also has the output columns (the model's output names, or
 N measured outputs first (what a new experiment is judged by), then the free
 run over all samples and the prediction, and the share of the samples inside
 each band. Without them it says so, scores nothing and writes the free run
-alone.
+alone. The file is written before the report is printed, so a reader that
+stops early (``| head -3``) leaves it whole.
 """
 
 from __future__ import annotations
@@ -241,36 +242,48 @@ def load_model(path: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Simulate, write the CSV file, print the scores; returns them (empty without outputs)."""
-    from keras_mgu import sysid
-
+    """Simulate, write the CSV file, then print the report (a reader that stops early, as
+    ``| head -3``, leaves the file whole); returns the scores (empty without outputs)."""
     if getattr(args, "info", None) is None:  # called without main's reading step
         read_inputs(args)
     found = load_model(args.model)
+    report = [f"model: {args.model} ({_describe(found)}); data: {len(args.u)} samples of "
+              f"{args.data}"]  # fmt: skip
+    level = _level(found, getattr(args, "band", DEFAULT_LEVEL), report)
+    scores = _simulate(args, found, level, report)
+    report.append(f"simulation: {args.out}")
+    print("\n".join(report))
+    return scores
+
+
+def _simulate(args: argparse.Namespace, found: Any, level: float | None, report: list[str]) -> dict:
+    """Simulate and write the CSV file; the report's lines go into ``report``; the scores."""
+    from keras_mgu import sysid
+
     u, y, n, k = args.u, args.y, args.n, args.k
-    level = _level(found, getattr(args, "band", DEFAULT_LEVEL))
-    print(f"model: {args.model} ({_describe(found)}); data: {len(u)} samples of {args.data}")
     names = found.output_names
     if y is None:
-        print(f"not scored: {args.data!r} has no output column {list(names)} "
-              "(give them, or --outputs, to score the simulation)")  # fmt: skip
+        report.append(f"not scored: {args.data!r} has no output column {list(names)} "
+                      "(give them, or --outputs, to score the simulation)")  # fmt: skip
         free = found.simulate(u, band=level) if level else (found.simulate(u), None, None)
-        _write(args.out, *_banded([f"{name}{SIM_SUFFIX}" for name in names], *free))
+        _write(args.out, _banded([f"{name}{SIM_SUFFIX}" for name in names], *free))
         return {}
     lags = getattr(args, "residual_lags", RESIDUAL_LAGS)
     # No ARX reference: simulate prints and writes none (identify does).
     evaluation = sysid.evaluate(found, u, y, n, k, band=level, max_lag=lags, reference=False)
-    _print_scores(evaluation, len(u))
-    _write(args.out, *_columns(evaluation, names, found, level))
+    _write(args.out, _columns(evaluation, names, found, level))
+    report.extend(_score_lines(evaluation, len(u)))
     return evaluation.to_dict()
 
 
-def _level(found: Any, level: float) -> float | None:
-    """The band's level, or None (``--band 0``, or a model file saved without a band)."""
+def _level(found: Any, level: float, report: list[str]) -> float | None:
+    """The band's level, or None (``--band 0``, or a model file saved without a band: a line
+    of ``report`` says so)."""
     if not level:
         return None
     if found.band is None:
-        print("no band: the model file was saved without one (identify it again to get one)")
+        report.append("no band: the model file was saved without one (identify it again to get "
+                      "one)")  # fmt: skip
         return None
     return level
 
@@ -334,36 +347,39 @@ def _fits_encoder(found: Any, n: int) -> bool:
     return found.initial_state != "encoder" or n >= (found.encoder_lag or 0)
 
 
-def _print_scores(evaluation: Any, n_samples: int) -> None:
+def _score_lines(evaluation: Any, n_samples: int) -> list[str]:
+    """The report's lines of scores: RMSE and fit % of each trajectory, the bands' shares, the
+    extrapolation and the residuals."""
     fit = lambda values: ", ".join(f"{v:.1f}" for v in values) + " %"  # noqa: E731
-    n = evaluation.n_initial
+    n, lines = evaluation.n_initial, []
     if evaluation.from_n is not None:
         r = evaluation.from_n
-        print(f"RMSE: {r['rmse']:.6g}, fit {fit(r['fit_percent'])} (from sample {n}, the state "
-              f"set from the first {n} measured outputs)")  # fmt: skip
-    print(f"RMSE: {evaluation.rmse:.6g}, fit {fit(evaluation.fit_percent)} (all {n_samples} "
-          "samples, the free run from the estimation record's start state)")  # fmt: skip
+        lines.append(f"RMSE: {r['rmse']:.6g}, fit {fit(r['fit_percent'])} (from sample {n}, the "
+                     f"state set from the first {n} measured outputs)")  # fmt: skip
+    lines.append(f"RMSE: {evaluation.rmse:.6g}, fit {fit(evaluation.fit_percent)} (all "
+                 f"{n_samples} samples, the free run from the estimation record's start "
+                 "state)")  # fmt: skip
     if evaluation.prediction is not None:
         r = evaluation.prediction
-        print(f"RMSE: {r['rmse']:.6g}, fit {fit(r['fit_percent'])} ({r['steps_ahead']}-step-ahead "
-              f"prediction, from sample {n})")  # fmt: skip
+        lines.append(f"RMSE: {r['rmse']:.6g}, fit {fit(r['fit_percent'])} ({r['steps_ahead']}-"
+                     f"step-ahead prediction, from sample {n})")  # fmt: skip
     if evaluation.band is not None:
         cover = evaluation.band["coverage"]
         shares = ", ".join(f"{v:.3f} ({k if k == 'simulation' else k + '-step'})"
                            for k, v in cover.items())  # fmt: skip
-        print(f"band {evaluation.band['level']:g}: share of the samples inside it {shares}")
+        lines.append(f"band {evaluation.band['level']:g}: share of the samples inside it {shares}")
     if evaluation.extrapolation is not None:
         from keras_mgu.sysid.judging.extrapolation import describe_extrapolation
 
-        print(describe_extrapolation(evaluation.extrapolation, n))
-    print(f"residuals: {evaluation.residuals.summary()}")
+        lines.append(describe_extrapolation(evaluation.extrapolation, n))
+    lines.append(f"residuals: {evaluation.residuals.summary()}")
+    return lines
 
 
-def _write(path: str, columns: list[str], sims: list[Any]) -> None:
+def _write(path: str, table: tuple[list[str], list[Any]]) -> None:
     import numpy as np
 
-    write_csv(path, columns, np.concatenate(sims, axis=1))
-    print(f"simulation: {path}")
+    write_csv(path, table[0], np.concatenate(table[1], axis=1))
 
 
 def _describe(found: Any) -> str:
