@@ -38,8 +38,9 @@ from keras_mgu.sysid.judging.extrapolation import EstimationRange
 from keras_mgu.sysid.judging.noise_model import fit_noise_model
 from keras_mgu.sysid.judging.scoring import equal_weights, error_rmse
 from keras_mgu.sysid.models.output_error import build_output_error
+from keras_mgu.sysid.models.polynomial import fit_polynomial
 from keras_mgu.sysid.training.lag_run import train_lag_run
-from keras_mgu.sysid.training.polynomial_run import fit_polynomial, train_polynomial_run
+from keras_mgu.sysid.training.polynomial_run import train_polynomial_run
 from keras_mgu.sysid.training.population import PlannedRun, population_groups, train_population
 from keras_mgu.sysid.training.run import RunResult, train_simulator
 

@@ -1,79 +1,81 @@
-"""The polynomial NARX class: monomials of the lagged outputs and inputs, chosen by FROLS.
+"""The polynomial NARX class: monomials of the lagged outputs and inputs, and their fit.
 
 Per output ``i``, in the estimation record's standardised signals::
 
     r_t = [y_{t-1}, ..., y_{t-na}, u_{t-1}, ..., u_{t-nb+1}, u_t]   the regressors (ArxLoopCell's)
     y_i,t = sum_k theta_ik m_k(r_t)                                   m_k = r_a r_b r_c, r_p = 1
 
-``m_k`` are monomials of degree 0 (the constant) to ``degree`` (at most 3):
-``(n + degree)! / (n! degree!)`` candidates for ``n`` regressors. The terms
-are chosen by forward regression with orthogonal least squares (FROLS,
-Billings 2013, ch. 3; :func:`frols`): at each step the candidate whose part
-orthogonal to the terms already chosen explains the largest share of the
-target's energy, its *error reduction ratio*::
+``m_k`` are monomials of degree 0 (the constant) to ``degree`` (at most 3),
+chosen by FROLS (:mod:`~keras_mgu.sysid.models.frols`), which also gives the
+least-squares coefficients of the first ``k`` terms.
 
-    w_m = p_m - sum_s (q_s.p_m / q_s.q_s) q_s     p_m: the candidate's column, q_s: those chosen
-    ERR_m = (w_m.y)^2 / ((w_m.w_m) (y.y))
-
-and the coefficients of the first ``k`` terms by least squares (from the same
-orthogonalisation: ``A theta = g``, ``A`` unit upper triangular). Which ``k``,
-lags and degree: :mod:`~keras_mgu.sysid.training.polynomial_run`, on the
-free run of the validation record.
+The fit (:func:`fit_polynomial`): for each output-lag count ``na`` of
+:data:`LAGS` (``nb = na + 1``: the inputs ``u_t .. u_{t-na}``) and each degree
+of :data:`DEGREES`, FROLS orders the candidates on the standardised estimation
+record (every experiment's rows together), ``k = 1 .. MAX_TERMS``. Every one
+of these models runs free, in NumPy, through the validation record and each
+estimation experiment (at most :data:`HORIZON_SAMPLES` samples of it), each
+from its first ``L`` measured samples, and is scored as the recipe scores its
+classes, the two mean squares equally weighted
+(:meth:`~keras_mgu.sysid.Identification.choice_error`): the lowest score keeps
+its ``na``, degree and ``k``. A model whose free run leaves ``[min - s/2, max
++ s/2]`` of the estimation outputs (``s`` their span) on either record is not
+kept (it runs off), and every free run is clamped to ``[min - s, max + s]``
+(so it stays finite; the guard is saved with the model). The fit costs
+seconds and depends on the data alone;
+:mod:`~keras_mgu.sysid.training.polynomial_run` refines the chosen
+coefficients as the other lag classes train.
 
 :class:`PolynomialNarx` holds one model; :meth:`PolynomialNarx.simulate_batch`
-runs models free in NumPy (the selection's reference), and
+runs models free in NumPy (the fit's free runs), and
 :meth:`PolynomialNarx.keras_model` builds the same model as an
 :class:`~keras_mgu.sysid.models.loop_cell.ArxLoopCell` with the
 ``"polynomial"`` branch (every term in the branch), which the library
-simulates, predicts, saves and exports as it does every lag class.
+simulates, predicts, saves and exports as it does every lag class. Its
+equation in words (:func:`describe_polynomial`, the terms' names) is
+:mod:`~keras_mgu.sysid.models.polynomial_equation`'s, handed on here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.linalg import solve_triangular
+
+from keras_mgu.datasets import Record
+from keras_mgu.sysid.models.frols import candidate_terms, frols, term_values
+from keras_mgu.sysid.models.polynomial_equation import (
+    describe_polynomial,
+    regressor_names,
+    term_name,
+)
 
 __all__ = [
+    "DEGREES",
+    "HORIZON_SAMPLES",
+    "LAGS",
+    "MAX_TERMS",
     "PolynomialNarx",
     "candidate_terms",
+    "describe_polynomial",
+    "fit_polynomial",
+    "free_run_errors",
     "frols",
     "lag_regressors",
+    "output_box",
     "regressor_names",
+    "term_name",
     "term_values",
 ]
 
-#: A candidate whose orthogonal part keeps less than this share of its energy is collinear.
-COLLINEAR = 1e-10
-
-
-def candidate_terms(width: int, degree: int) -> np.ndarray:
-    """Every monomial of ``width`` regressors up to ``degree``, ``(M, 3)`` index triples.
-
-    Index ``width`` is the constant one, so ``(a, width, width)`` is the
-    linear term ``r_a`` and ``(width, width, width)`` the constant. Ordered
-    by degree, then lexicographically.
-    """
-    if not 1 <= degree <= 3:
-        raise ValueError(f"`degree` must be 1, 2 or 3; received {degree!r}.")
-    terms = [
-        t
-        for t in itertools.combinations_with_replacement(range(width + 1), 3)
-        if sum(i < width for i in t) <= degree
-    ]
-    terms.sort(key=lambda t: (sum(i < width for i in t), t))
-    return np.array(terms, dtype=np.int64).reshape(-1, 3)
-
-
-def term_values(regressors: np.ndarray, terms: np.ndarray) -> np.ndarray:
-    """``(..., M)``: each term's product over ``[r, 1]``, ``regressors`` ``r`` ``(..., width)``."""
-    ones = np.ones(regressors.shape[:-1] + (1,))
-    extended = np.concatenate([regressors, ones], axis=-1)
-    return extended[..., terms[:, 0]] * extended[..., terms[:, 1]] * extended[..., terms[:, 2]]
+#: Output lags ``na`` tried (``nb = na + 1``), and degrees.
+LAGS, DEGREES = (2, 3, 4, 6), (1, 2, 3)
+#: Most terms per output.
+MAX_TERMS = 40
+#: Most samples of each estimation experiment run free in the choice.
+HORIZON_SAMPLES = 20_000
 
 
 def lag_regressors(u: np.ndarray, y: np.ndarray, na: int, nb: int) -> np.ndarray:
@@ -86,83 +88,6 @@ def lag_regressors(u: np.ndarray, y: np.ndarray, na: int, nb: int) -> np.ndarray
     lag, n = max(na, nb - 1), len(y)
     outputs = [y[lag - j : n - j] for j in range(1, na + 1)]
     return np.concatenate([*outputs, _input_regressors(u, nb)[lag:]], axis=1)
-
-
-def regressor_names(
-    input_names: Sequence[str], output_names: Sequence[str], na: int, nb: int
-) -> list[str]:
-    """Names of the regressors ``r_t`` in their order, e.g. ``y(k-1)``, ``u(k)``."""
-    names = [f"{o}(k-{j})" for j in range(1, na + 1) for o in output_names]
-    names += [f"{i}(k-{j})" for j in range(1, nb) for i in input_names]
-    return names + [f"{i}(k)" for i in input_names]
-
-
-def term_name(term: Sequence[int], names: Sequence[str]) -> str:
-    """``"y(k-1)^2 u(k)"`` for a term's index triple over ``names`` (the constant: ``"1"``)."""
-    counts: dict[int, int] = {}
-    for i in term:
-        if i < len(names):
-            counts[int(i)] = counts.get(int(i), 0) + 1
-    if not counts:
-        return "1"
-    return " ".join(names[i] + (f"^{p}" if p > 1 else "") for i, p in sorted(counts.items()))
-
-
-def frols(
-    candidates: np.ndarray, target: np.ndarray, max_terms: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Forward regression with orthogonal least squares (module docstring).
-
-    Args:
-        candidates: ``P`` ``(N, M)``, one column per candidate term.
-        target: ``y`` ``(N,)``.
-        max_terms: The most terms chosen (fewer where the others are collinear).
-
-    Returns:
-        ``(chosen, err, coefficients)``: the chosen columns in the order
-        chosen ``(K,)``, their error reduction ratios ``(K,)``, and
-        ``(K, K)`` whose row ``k - 1`` holds the least-squares coefficients
-        of the first ``k`` terms (zeros after them).
-    """
-    p = np.asarray(candidates, dtype=np.float64)
-    y = np.asarray(target, dtype=np.float64)
-    energy = float(y @ y)
-    norms0 = np.sum(p * p, axis=0)
-    norms, projections = norms0.copy(), y @ p  # of each candidate's orthogonal part
-    free = norms0 > 0
-    chosen, err, g, basis, qqs = [], [], [], [], []
-    alpha = np.zeros((max_terms, p.shape[1]))
-    for step in range(max_terms):
-        usable = free & (norms > COLLINEAR * norms0)
-        if not np.any(usable) or energy == 0:
-            break
-        ratio = np.where(usable, projections**2 / np.where(usable, norms, 1.0), -1.0)
-        m = int(np.argmax(ratio))
-        if ratio[m] <= 0:  # nothing left that a candidate explains
-            break
-        q = p[:, m].copy()
-        if basis:  # Gram-Schmidt twice, so that q stays orthogonal on nearly collinear lags
-            chosen_q = np.stack(basis, axis=1)
-            for _ in range(2):
-                q -= chosen_q @ ((chosen_q.T @ q) / np.array(qqs))
-        qq = float(q @ q)
-        chosen.append(m)
-        g.append(float(q @ y) / qq)
-        err.append(g[-1] ** 2 * qq / energy)
-        free[m] = False
-        basis.append(q)
-        qqs.append(qq)
-        alpha[step] = (q @ p) / qq  # w_m's part along q is p_m's: q is orthogonal to the rest
-        projections = projections - alpha[step] * (q @ y)
-        norms = np.maximum(norms - alpha[step] ** 2 * qq, 0.0)
-    k = len(chosen)
-    upper = np.eye(k) + np.triu(alpha[:k][:, chosen], 1)
-    coefficients = np.zeros((k, k))
-    for j in range(1, k + 1):
-        coefficients[j - 1, :j] = solve_triangular(
-            upper[:j, :j], np.array(g[:j]), unit_diagonal=True
-        )
-    return np.array(chosen, dtype=np.int64), np.array(err), coefficients
 
 
 @dataclasses.dataclass(frozen=True)
@@ -314,37 +239,119 @@ class PolynomialNarx:
         return rows
 
 
-def describe_polynomial(
-    model: PolynomialNarx,
-    input_names: Sequence[str],
-    output_names: Sequence[str],
-    scaling: Any = None,
-) -> str:
-    """The model's equation as lines: each output's terms, coefficient and ERR, in the order chosen.
+def fit_polynomial(
+    estimation: Record,
+    validation: Record,
+    lags: tuple[int, ...] = LAGS,
+    degrees: tuple[int, ...] = DEGREES,
+    max_terms: int = MAX_TERMS,
+) -> tuple[PolynomialNarx, list[dict]]:
+    """The polynomial NARX model the free run chooses (module docstring), and the table.
 
-    ``scaling``: the :class:`~keras_mgu.datasets.Normalizer` whose standardised
-    signals the terms are in (its means and deviations are printed).
+    Args:
+        estimation, validation: Standardised records.
+        lags, degrees, max_terms: The structures tried.
+
+    Returns:
+        The model and one row per ``(na, degree)``: ``na``, ``nb``,
+        ``degree``, ``terms`` (the ``k`` it keeps) and ``score`` (the choice
+        RMSE, standardised; ``inf``: every ``k`` ran off).
     """
-    inputs, outputs = model.channel_names(input_names, output_names)
-    lines = [
-        f"polynomial NARX: na={model.na}, nb={model.nb}, degree <= {model.degree}, "
-        f"{len(model.terms)} terms; in standardised signals, x~ = (x - mean) / std:"
-    ]
-    if scaling is not None:
-        stats = zip(
-            [*inputs, *outputs],
-            [*scaling.u_mean, *scaling.y_mean],
-            [*scaling.u_std, *scaling.y_std],
-        )
-        lines.append("  " + ", ".join(f"{n}: mean {m:.6g}, std {s:.6g}" for n, m, s in stats))
-    rows = model.term_table(inputs, outputs)
-    for output in outputs:
-        mine = [row for row in rows if row["output"] == output]
-        lines.append(f"  {output}~(k) = sum of {len(mine)} terms:   coefficient   ERR")
-        lines += [
-            f"    {row['term']:<40} {row['coefficient']:+.6e}  {row['err']:.3e}" for row in mine
-        ]
-    return "\n".join(lines)
+    limits, keep = output_box(estimation.y, 1.0), output_box(estimation.y, 0.5)
+    best, best_score, table = None, np.inf, []
+    for na in lags:
+        for degree in degrees:
+            model, sets = _family(estimation, na, degree, max_terms, limits)
+            est, n_est = free_run_errors(model, sets, estimation, keep, HORIZON_SAMPLES)
+            val, n_val = free_run_errors(model, sets, validation, keep, None)
+            parts = [s / n for s, n in ((est, n_est), (val, n_val)) if n]
+            scores = np.sqrt(np.mean(parts, axis=0))
+            k = int(np.argmin(scores))
+            table.append({"na": na, "nb": na + 1, "degree": degree, "terms": k + 1,
+                          "score": float(scores[k])})  # fmt: skip
+            if scores[k] < best_score or best is None:
+                best, best_score = _nested(model, sets, k), scores[k]
+    return best, table
+
+
+def _nested(model: PolynomialNarx, sets: np.ndarray, k: int) -> PolynomialNarx:
+    """``model`` with coefficient set ``k`` (each output's first ``k + 1`` terms) alone."""
+    coefficients = sets[k]
+    used = np.any(coefficients != 0, axis=1)
+    err = np.where(coefficients != 0, model.err, 0.0)
+    return dataclasses.replace(
+        model, terms=model.terms[used], coefficients=coefficients[used], err=err[used]
+    )
+
+
+def output_box(y: np.ndarray, share: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(min - share s, max + share s)`` per output channel of ``y`` ``(N, n_outputs)``."""
+    lo, hi = y.min(axis=0), y.max(axis=0)
+    span = np.maximum(hi - lo, 1e-12)
+    return lo - share * span, hi + share * span
+
+
+def _rows(record: Record, na: int, nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """Regressors and targets of every experiment of ``record``, stacked."""
+    lag, regressors, targets = max(na, nb - 1), [], []
+    for first, stop in record.experiments:
+        if stop - first > lag:
+            u, y = record.u[first:stop], record.y[first:stop]
+            regressors.append(lag_regressors(u, y, na, nb))
+            targets.append(y[lag:])
+    return np.concatenate(regressors), np.concatenate(targets)
+
+
+def _family(
+    estimation: Record, na: int, degree: int, max_terms: int, limits: tuple
+) -> tuple[PolynomialNarx, np.ndarray]:
+    """FROLS on ``estimation``: the model of every term and ``(K, K_all, n_outputs)`` nested sets.
+
+    Coefficient set ``k - 1`` uses each output's first ``k`` terms.
+    """
+    nb, n_outputs = na + 1, estimation.y.shape[1]
+    regressors, targets = _rows(estimation, na, nb)
+    candidates = candidate_terms(regressors.shape[1], degree)
+    values = term_values(regressors, candidates)
+    fits = [frols(values, targets[:, i], min(max_terms, len(candidates))) for i in range(n_outputs)]
+    used = sorted({int(c) for chosen, _, _ in fits for c in chosen})
+    where = {c: j for j, c in enumerate(used)}
+    depth = max(len(chosen) for chosen, _, _ in fits)
+    sets = np.zeros((depth, len(used), n_outputs))
+    err = np.zeros((len(used), n_outputs))
+    for i, (chosen, ratios, coefficients) in enumerate(fits):
+        columns = [where[int(c)] for c in chosen]
+        err[columns, i] = ratios
+        for k in range(depth):
+            row = coefficients[min(k, len(chosen) - 1)]
+            sets[k, columns, i] = row
+    model = PolynomialNarx(
+        na, nb, degree, candidates[used], sets[-1], err, estimation.u.shape[1], n_outputs, limits
+    )
+    return model, sets
+
+
+def free_run_errors(
+    model: PolynomialNarx, sets: np.ndarray, record: Record, keep: tuple, max_samples: int | None
+) -> tuple[np.ndarray, int]:
+    """Each set's summed squared free-run error on ``record``'s experiments, and the samples scored.
+
+    A set whose run leaves ``keep`` gets ``inf``.
+    """
+    total, count = np.zeros(len(sets)), 0
+    for first, stop in record.experiments:
+        stop = stop if max_samples is None else min(stop, first + max_samples)
+        if stop - first <= model.lag:
+            continue
+        u, y = record.u[first:stop], record.y[first:stop]
+        with np.errstate(all="ignore"):
+            y_sim = model.simulate_batch(u, y[: model.lag], sets)[:, model.lag :]
+        error = y_sim - y[model.lag :]
+        sums = np.sum(error**2, axis=(1, 2))
+        inside = np.all((y_sim >= keep[0]) & (y_sim <= keep[1]), axis=(1, 2))
+        total += np.where(inside & np.isfinite(sums), sums, np.inf)
+        count += error.shape[1] * error.shape[2]
+    return total, count
 
 
 def _input_regressors(u: np.ndarray, nb: int) -> np.ndarray:

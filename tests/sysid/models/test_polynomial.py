@@ -8,16 +8,19 @@ import pytest
 
 from keras_mgu import sysid
 from keras_mgu.datasets import Record, SysIdData
+from keras_mgu.sysid.models.frols import candidate_terms, frols
 from keras_mgu.sysid.models.polynomial import (
     PolynomialNarx,
-    candidate_terms,
-    describe_polynomial,
-    frols,
+    fit_polynomial,
+    free_run_errors,
     lag_regressors,
+    output_box,
+)
+from keras_mgu.sysid.models.polynomial_equation import (
+    describe_polynomial,
     regressor_names,
     term_name,
 )
-from keras_mgu.sysid.training.polynomial_run import fit_polynomial, free_run_errors, output_box
 
 numpy_only = pytest.mark.backend_independent
 
