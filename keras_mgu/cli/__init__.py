@@ -4,14 +4,15 @@ Installed as the console script ``keras-mgu`` (and ``python -m keras_mgu``)::
 
     keras-mgu --help
     keras-mgu identify --help
-    keras-mgu identify                                   # built-in simulated tanks, MGU
-    keras-mgu identify --compare                         # MGU vs GRU vs LSTM
+    keras-mgu identify                                   # built-in simulated tanks, every class
+    keras-mgu identify --compare                         # networks of MGU vs GRU vs LSTM
     keras-mgu identify --dataset wh2009 --data-path data/wh2009 --effort 4
     keras-mgu identify --train run1.csv run2.mat --test run3.npz   # your files, 2 experiments
     keras-mgu tune --max-trials 16 --restarts 2 --workers 2   # a sweep, KerasTuner
-    keras-mgu simulate --model outputs/system_identification/mgu_h32_lr0.01/mgu.kmgu \\
-        --data new.csv --out sim.csv
-    keras-mgu export --model outputs/system_identification/mgu_h32_lr0.01/mgu.kmgu --out mgu.onnx
+    keras-mgu simulate --data new.csv --out sim.csv \\
+        --model outputs/system_identification/network_mgu_h32_lr0.01/network_mgu.kmgu
+    keras-mgu export --out mgu.onnx \\
+        --model outputs/system_identification/network_mgu_h32_lr0.01/network_mgu.kmgu
 
 Subcommands:
 

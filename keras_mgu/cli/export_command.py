@@ -38,8 +38,8 @@ DESCRIPTION = (
     __doc__.split("\n\n", 1)[1]
     + """
 examples:
-  keras-mgu export --model outputs/system_identification/mgu_h32_lr0.01/mgu.kmgu \\
-      --format onnx --out mgu.onnx
+  keras-mgu export --format onnx --out mgu.onnx \\
+      --model outputs/system_identification/network_mgu_h32_lr0.01/network_mgu.kmgu
   keras-mgu export --model mgu.kmgu --out mgu.onnx --backend tensorflow
   keras-mgu export --model mgu.kmgu       # writes mgu.onnx, or mgu_from20.onnx (encoder)
 """

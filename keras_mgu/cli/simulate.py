@@ -59,8 +59,8 @@ DESCRIPTION = (
     __doc__.split("\n\n", 1)[1]
     + """
 examples:
-  keras-mgu simulate --model outputs/system_identification/mgu_h32_lr0.01/mgu.kmgu \\
-      --data new.csv --out sim.csv
+  keras-mgu simulate --data new.csv --out sim.csv \\
+      --model outputs/system_identification/network_mgu_h32_lr0.01/network_mgu.kmgu
   keras-mgu simulate --model mgu.kmgu --data test.csv --out sim.csv --n-initial 50
   keras-mgu simulate --model mgu.kmgu --data test.mat --out sim.csv --steps-ahead 10
   keras-mgu simulate --model mgu.kmgu --data test.txt --columns u y --out sim.csv
