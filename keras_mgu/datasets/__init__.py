@@ -13,7 +13,8 @@ backend.
   :class:`TankParameters`).
 * :func:`zoo_plant`, :data:`ZOO`: a zoo of simulated plants (Duffing,
   Bouc-Wen, Wiener-Hammerstein, two-mass drive with friction, overflowing
-  tanks, a hardening oscillator, a pendulum, a Van der Pol oscillator) with a
+  tanks, a hardening oscillator, a pendulum, a Van der Pol oscillator, a
+  heated tank with dead time) with a
   test record within and one beyond the estimation input's range, as a
   :class:`ZooPlant`.
 * :func:`load_record`: your own data from a ``.csv``/``.txt`` (any common
@@ -36,6 +37,8 @@ Import these names from ``keras_mgu.datasets``; the modules they live in:
   :func:`simulate_cascaded_tanks` and the multisine/steps excitations.
 * ``plants``: the zoo's plants, their parameters and noise-free simulators
   (:class:`DuffingParameters`, :func:`simulate_duffing`, ...).
+* ``process_plants``: the heated tank with dead time
+  (:class:`HeatedTankParameters`, :func:`simulate_heated_tank`).
 * ``zoo``: :data:`ZOO`, :class:`ZooPlant` and :func:`zoo_plant`.
 * ``loaders``: :func:`load_record`, by suffix, and :func:`load_csv_records`,
   over ``tables`` (column selection and checks), ``text_files`` (delimited
@@ -72,6 +75,7 @@ from keras_mgu.datasets.plants import (
     simulate_van_der_pol,
     simulate_wiener_hammerstein,
 )
+from keras_mgu.datasets.process_plants import HeatedTankParameters, simulate_heated_tank
 from keras_mgu.datasets.protocols import (
     NONLINEAR_BENCHMARKS_VERSION,
     PROTOCOLS,
@@ -92,6 +96,7 @@ __all__ = [
     "ZOO",
     "BoucWenParameters",
     "DuffingParameters",
+    "HeatedTankParameters",
     "Normalizer",
     "PendulumParameters",
     "Protocol",
@@ -115,6 +120,7 @@ __all__ = [
     "simulate_bouc_wen",
     "simulate_cascaded_tanks",
     "simulate_duffing",
+    "simulate_heated_tank",
     "simulate_pendulum",
     "simulate_tank_levels",
     "simulate_two_mass_drive",

@@ -5,9 +5,9 @@
   a test record that goes beyond the estimation input's range, as a
   :class:`ZooPlant`.
 
-The plants' equations and simulators are in ``plants`` (and ``simulator`` for
-the tanks); this module designs the experiments: excitation, amplitude
-ranges, sensor noise.
+The plants' equations and simulators are in ``plants`` (``simulator`` for
+the tanks, ``process_plants`` for the heated tank); this module designs the
+experiments: excitation, amplitude ranges, sensor noise.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from keras_mgu.datasets import plants
+from keras_mgu.datasets import plants, process_plants
 from keras_mgu.datasets.protocols import dataset_key
 from keras_mgu.datasets.records import Record, SysIdData
 from keras_mgu.datasets.simulator import TankParameters, _random_steps, simulate_tank_levels
@@ -44,6 +44,8 @@ class _Design:
     input_name: str
     output_name: str
     u_min: float = -math.inf
+    u_max: float = math.inf
+    noise_scale: float | None = None  # output std the SNR is of; None: the estimation output's
 
 
 def _multisine(f_min: float, f_max: float):
@@ -124,6 +126,11 @@ def _van_der_pol() -> plants.VanDerPolParameters:
     estimation output's peak (about 3).
     """
     return plants.VanDerPolParameters(mu=1.0, omega=1.0)
+
+
+def _heated_tank_output(u: np.ndarray, ts: float, p: process_plants.HeatedTankParameters):
+    """Sensor reading ``(N,)`` (degC) from the steady state, pipe included, for 0.4."""
+    return process_plants.simulate_heated_tank(u, ts, p, initial_input=0.4)[:, 1]
 
 
 _DESIGNS: dict[str, _Design] = {
@@ -221,6 +228,23 @@ _DESIGNS: dict[str, _Design] = {
         input_name="force",
         output_name="displacement",
     ),
+    # Dead time of 13 samples, time constants of 27-51 s (sensor 5 s): steps held 5-60 s with
+    # levels uniform in [0.1, 0.7]; the beyond tail is clipped to the drive's [0, 1]. Noise:
+    # 0.1 degC at 40 dB (of a nominal 10 degC).
+    "heated_tank": _Design(
+        ts=1.0,
+        n_samples=3000,
+        excitation=_steps((5, 60)),
+        u_mean=0.4,
+        u_std=0.3 / math.sqrt(3.0),
+        simulate=_heated_tank_output,
+        parameters=process_plants.HeatedTankParameters,
+        input_name="heater",
+        output_name="temperature",
+        u_min=0.0,
+        u_max=1.0,
+        noise_scale=10.0,
+    ),
 }
 
 #: Names of the zoo's plants, for :func:`zoo_plant`.
@@ -242,7 +266,8 @@ class ZooPlant:
         beyond_start: Sample at which ``beyond`` leaves the estimation range.
         beyond_factor: Least ratio of the excursions after ``beyond_start`` to
             the estimation input's largest excursions, on both sides (the
-            tanks' pump voltage is clipped at 0, so only above for them).
+            tanks' pump voltage and the heater's drive are clipped at 0, so
+            only above for them; the drive also at 1).
         u_range: ``(min, max)`` of the estimation input.
         snr_db: Signal-to-noise ratio of every output, in dB (None: noise-free).
         noise_std: Standard deviation of the added output noise.
@@ -306,13 +331,13 @@ def _inputs(
     dev = {
         part: design.u_std * design.excitation(rng, n, design.ts) for part in ("est", "val", "test")
     }
-    lo_clip = design.u_min - design.u_mean
-    dev = {part: np.maximum(d, lo_clip) for part, d in dev.items()}
+    lo_clip, hi_clip = design.u_min - design.u_mean, design.u_max - design.u_mean
+    dev = {part: np.clip(d, lo_clip, hi_clip) for part, d in dev.items()}
     est = _excursions(dev["est"])
     test = _within(dev["test"], est)
     start = n - int(round(BEYOND_FRACTION * n))
     beyond = test.copy()
-    beyond[start:] = np.maximum(_beyond(test[start:], est, factor), lo_clip)
+    beyond[start:] = np.clip(_beyond(test[start:], est, factor), lo_clip, hi_clip)
     u = {
         "estimation": dev["est"],
         "validation": dev["val"],
@@ -338,9 +363,11 @@ def zoo_plant(
     the same input up to ``beyond_start`` (the last fifth begins there), then
     that input scaled so its excursions from the mean reach at least
     ``beyond_factor`` times the estimation's on both sides (above only for the
-    tanks, whose pump voltage is clipped at 0). White Gaussian
-    noise of one standard deviation is added to every output: the noise-free
-    estimation output's standard deviation times ``10^(-snr_db / 20)``.
+    tanks and the heated tank, whose inputs are clipped at 0; the heater's
+    drive also at 1). White Gaussian noise of one standard deviation is added
+    to every output: the noise-free estimation output's standard deviation
+    (the heated tank: a nominal 10 degC, so 0.1 degC at 40 dB) times
+    ``10^(-snr_db / 20)``.
 
     Args:
         name: One of :data:`ZOO` (``-`` is read as ``_``).
@@ -365,7 +392,8 @@ def zoo_plant(
     clean = {part: design.simulate(u, design.ts, parameters) for part, u in inputs.items()}
     noise_std = 0.0
     if snr_db is not None:
-        noise_std = float(clean["estimation"].std()) * 10.0 ** (-float(snr_db) / 20.0)
+        scale = design.noise_scale or float(clean["estimation"].std())
+        noise_std = scale * 10.0 ** (-float(snr_db) / 20.0)
     noise_rng = np.random.default_rng(noise_seed)
     records = {
         part: Record(

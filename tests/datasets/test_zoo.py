@@ -64,6 +64,7 @@ def test_zoo_names_and_unknown_name():
         "hardening_oscillator",
         "pendulum",
         "van_der_pol",
+        "heated_tank",
     }
     assert zoo_plant("two-mass-drive", n_samples=N).name == "two_mass_drive"
     with pytest.raises(ValueError, match="Unknown zoo plant 'silverbox'; expected one of duffing"):
@@ -118,6 +119,7 @@ def test_zoo_records_shapes_names_and_ts(name):
         "hardening_oscillator": 0.05,
         "pendulum": 0.02,
         "van_der_pol": 0.1,
+        "heated_tank": 1.0,
     }[name]
     for part, rec in zip(("estimation", "validation", "test", "beyond"), _records(plant)):
         assert rec.u.shape == rec.y.shape == (N, 1)
@@ -163,10 +165,10 @@ def test_zoo_test_within_range_and_beyond_outside(name):
     assert np.abs(beyond).max() > np.abs(est).max()
     assert np.abs(beyond[:start]).max() <= np.abs(est).max() + 1e-12
     np.testing.assert_array_equal(beyond[:start], test[:start])
-    mean = 2.8 if name == "overflowing_tanks" else 0.0
+    mean = {"overflowing_tanks": 2.8, "heated_tank": 0.4}.get(name, 0.0)
     above_est, above_tail = est.max() - mean, beyond[start:].max() - mean
     assert above_tail >= plant.beyond_factor * above_est * (1 - 1e-12)
-    if name != "overflowing_tanks":  # the pump voltage is clipped at 0 below
+    if mean == 0.0:  # the pump voltage and the heater's drive are clipped at 0 below
         below_est, below_tail = mean - est.min(), mean - beyond[start:].min()
         assert below_tail >= plant.beyond_factor * below_est * (1 - 1e-12)
 
@@ -183,7 +185,8 @@ def test_zoo_noise_has_the_documented_snr(name):
         assert noise.std() == pytest.approx(noisy.noise_std, rel=0.1)
     y_est = clean.data.estimation.y[:, 0]
     noise_est = noisy.data.estimation.y[:, 0] - y_est
-    snr = 10 * np.log10(y_est.var() / noise_est.var())
+    scale = 10.0 if name == "heated_tank" else y_est.std()  # the heated tank's: a nominal 10 degC
+    snr = 10 * np.log10(scale**2 / noise_est.var())
     assert snr == pytest.approx(30.0, abs=0.5)
 
 
