@@ -8,8 +8,7 @@ physical signals to the network's and back. Its errors on records, which
 the choice weighs and a test scores, are its base
 :class:`~keras_mgu.sysid.judging.record_errors.RecordErrors`'s; what it
 calibrates on the validation record (the lag classes' window horizons, the
-prediction mix, the band), its base
-:class:`~keras_mgu.sysid.judging.calibration.Calibration`'s.
+prediction mix, the band) is :mod:`~keras_mgu.sysid.judging.calibration`'s.
 """
 
 from __future__ import annotations
@@ -22,11 +21,11 @@ from typing import Any
 import keras
 import numpy as np
 
-from keras_mgu.datasets import Normalizer, Protocol
+from keras_mgu.datasets import Normalizer, Protocol, Record
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.files import kmgu
+from keras_mgu.sysid.judging import calibration
 from keras_mgu.sysid.judging.band import Band, Trajectory, check_level
-from keras_mgu.sysid.judging.calibration import Calibration
 from keras_mgu.sysid.judging.extrapolation import EstimationRange
 from keras_mgu.sysid.judging.prediction import RunSimulator, check_signal
 from keras_mgu.sysid.judging.prediction_mix import PredictionMix
@@ -40,7 +39,7 @@ BENCHMARK_N_INITIAL = 50
 
 
 @dataclasses.dataclass
-class Identification(RecordErrors, Calibration):
+class Identification(RecordErrors):
     """The result of :func:`identify`: the chosen run and every restart.
 
     ``simulate`` and ``score`` work in physical units.
@@ -256,6 +255,21 @@ class Identification(RecordErrors, Calibration):
             return mean
         reference = self.reference().predictions(u, y, horizons, n)
         return self.prediction_mix.mixed(mean, reference)
+
+    def with_window_horizons(self, record: Record, n_initial: int | None = None) -> Identification:
+        """This identification with its lag-class members' window horizons chosen on ``record``
+        (:func:`~keras_mgu.sysid.judging.calibration.with_window_horizons`)."""
+        return calibration.with_window_horizons(self, record, n_initial)
+
+    def with_prediction_mix(self, record: Record, n_initial: int | None = None) -> Identification:
+        """This identification with each horizon's mix of its prediction and the ARX reference's
+        fitted on ``record`` (:func:`~keras_mgu.sysid.judging.calibration.with_prediction_mix`)."""
+        return calibration.with_prediction_mix(self, record, n_initial)
+
+    def with_band(self, record: Record, n_initial: int | None = None) -> Identification:
+        """This identification with its band calibrated on ``record``, one the networks did not
+        train on (:func:`~keras_mgu.sysid.judging.calibration.with_band`)."""
+        return calibration.with_band(self, record, n_initial)
 
     def _band_level(self, band: Any) -> float | None:
         if band is None:

@@ -15,9 +15,11 @@
 3. The choice: the best run of the winning class, or with
    ``config.selection="ensemble"`` an average of its runs chosen greedily on
    the same error (:mod:`~keras_mgu.sysid.choice.selection`).
-4. The judging it keeps (:mod:`~keras_mgu.sysid.judging`): the horizon up to
-   which a lag class predicts from measured lags, and the band, both
-   calibrated on the validation record. The test record is never seen.
+4. The judging it keeps (:mod:`~keras_mgu.sysid.judging.calibration`): the
+   horizon up to which a lag class predicts from measured lags, each
+   horizon's mix of its prediction with the ARX reference's, and the band,
+   all calibrated on the validation record (its k-step predictions made
+   once for the mix and the band). The test record is never seen.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from keras_mgu.sysid.choice.report import describe_class_table, print_settings
 from keras_mgu.sysid.choice.restarts import Restarts
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.identification import Identification
+from keras_mgu.sysid.judging.calibration import calibrate
 
 __all__ = ["identify"]
 
@@ -72,8 +75,7 @@ def identify(
     winner, capacity_table = trained.winner(runs, seed)
     runs += trained.more_runs(winner, seed)
     found = trained.chosen(runs, winner, linear_table, capacity_table, config)
-    found = found.with_window_horizons(data.validation).with_prediction_mix(data.validation)
-    found = found.with_band(data.validation)
+    found = calibrate(found, data.validation)
     if verbose:
         print(describe_class_table(found.class_table, winner.name), flush=True)
     return found

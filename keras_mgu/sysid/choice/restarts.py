@@ -298,7 +298,7 @@ class Restarts:
         """
         est, val = self.data.estimation, self.data.validation
         names = est.output_names
-        std, n = np.asarray(single.path.outer.y_std), single._measured_n()
+        std, n = np.asarray(single.path.outer.y_std), single.measured_n()
         pieces = [(first, stop) for first, stop in est.experiments if stop - first > n]
         checks = [
             ("the estimation record", est.y[first + n : stop] + e * std, first + n)
@@ -326,7 +326,7 @@ class Restarts:
             self._stress = False
             if arx is not None:
                 reference = Identification([arx], 0, self.data.n_initial, self.first)
-                est, n = self.data.estimation, reference._measured_n()
+                est, n = self.data.estimation, reference.measured_n()
                 y = reference.simulate(stress_input(est.u), est.y[:n])[n:]
                 self._stress = self.box.first_exit(y) is None
         return self._stress

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -103,18 +104,28 @@ class Band:
         return int(longer[np.argmin(horizons[longer])])
 
 
-def calibrate_band(found: Any, u: np.ndarray, y: np.ndarray, n: int) -> Band:
+def calibrate_band(
+    found: Any,
+    u: np.ndarray,
+    y: np.ndarray,
+    n: int,
+    predictions: Mapping[int, np.ndarray] | None = None,
+) -> Band:
     """The :class:`Band` of ``found`` (an Identification) on one calibration record ``u``, ``y``.
 
     ``n`` measured outputs set the state of the free run and of each
     prediction (:meth:`~keras_mgu.sysid.Identification.predict`); horizons
     that leave no sample after ``n`` are calibrated with no errors (infinite
-    width).
+    width). ``predictions``: ``found``'s k-step predictions of ``y`` from
+    ``n`` (by ``k``, ``(N, n_outputs)`` each) where they are made already,
+    one for every horizon of :data:`BAND_HORIZONS` that leaves a sample;
+    None: made here.
     """
     n = max(1, min(int(n), len(y) - 1))
     horizons = [*BAND_HORIZONS, FREE_RUN]
     fits = [k for k in BAND_HORIZONS if k < len(y) - n]
-    predictions = found.predictions(u, y, fits, n_initial=n) if fits else {}
+    if predictions is None:
+        predictions = found.predictions(u, y, fits, n_initial=n) if fits else {}
     rows, counts = [], []
     for k in horizons:
         if k == FREE_RUN:

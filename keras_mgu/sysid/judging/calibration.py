@@ -1,84 +1,122 @@
 """What an identification calibrates on a record it did not train on: horizons, mix, band.
 
-:class:`Calibration` is a base of :class:`~keras_mgu.sysid.Identification`.
 On the validation record (which no network trained on), each calibration
-returns a new identification:
+returns a new identification (``found``, an
+:class:`~keras_mgu.sysid.Identification`, whose ``with_*`` methods these are):
 
-* :meth:`~Calibration.with_window_horizons`: the horizon up to which each
-  lag-class run it keeps predicts from measured lags
+* :func:`with_window_horizons`: the horizon up to which each lag-class run it
+  keeps predicts from measured lags
   (:meth:`~keras_mgu.sysid.judging.prediction.RunSimulator.choose_window_horizon`);
-* :meth:`~Calibration.with_prediction_mix`: each horizon's mix of its
-  k-step prediction with the ARX reference's
-  (:mod:`~keras_mgu.sysid.judging.prediction_mix`);
-* :meth:`~Calibration.with_band`: the band around every simulation and
-  prediction (:mod:`~keras_mgu.sysid.judging.band`).
+* :func:`with_prediction_mix`: each horizon's mix of its k-step prediction
+  with the ARX reference's (:mod:`~keras_mgu.sysid.judging.prediction_mix`);
+* :func:`with_band`: the band around every simulation and prediction
+  (:mod:`~keras_mgu.sysid.judging.band`).
+
+:func:`calibrate`, the recipe's last step, makes all three: the window
+horizons first (the predictions depend on them), then the model's and the
+ARX reference's k-step predictions of the record, once, from which both the
+mix is fitted and the band calibrated. The band's predictions are the mixed
+ones, as :meth:`~keras_mgu.sysid.Identification.predictions` gives them, so
+the numbers are those of the three calibrations one after the other, at
+about half the cost of the predictions.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TypeVar
+from typing import Any
 
 from keras_mgu.datasets import Record
 from keras_mgu.sysid.config import NETWORK_CLASSES
-from keras_mgu.sysid.judging.band import calibrate_band
+from keras_mgu.sysid.judging.band import BAND_HORIZONS, calibrate_band
 from keras_mgu.sysid.judging.prediction import RunSimulator
 from keras_mgu.sysid.judging.prediction_mix import MIX_HORIZONS, fit_prediction_mix
 
-__all__ = ["Calibration"]
-
-#: The identification calibrated (the host class), returned anew.
-Found = TypeVar("Found", bound="Calibration")
+__all__ = ["calibrate", "with_band", "with_prediction_mix", "with_window_horizons"]
 
 
-class Calibration:
-    """The calibrations of an identification on a record (module docstring).
+def calibrate(found: Any, record: Record, n_initial: int | None = None) -> Any:
+    """``found`` with its window horizons, prediction mix and band calibrated on ``record``.
 
-    A base of :class:`~keras_mgu.sysid.Identification` (a dataclass), whose
-    runs, ``kept``, ``start``, ``arx``, ``predictions``, ``reference`` and
-    ``resolve_n_initial`` it reads.
+    The same as ``with_band(with_prediction_mix(with_window_horizons(found,
+    record), record), record)``, each k-step prediction of ``record`` made
+    once (module docstring); ``n_initial`` as
+    :meth:`~keras_mgu.sysid.Identification.predict`'s.
     """
+    found = with_window_horizons(found, record, n_initial)
+    n = found.resolve_n_initial(n_initial)
+    horizons = sorted(set(MIX_HORIZONS) | set(BAND_HORIZONS))
+    fits = [k for k in horizons if k < record.n_samples - n] if n >= 1 else []
+    model, reference = _predictions(found, record, fits, n)
+    mix, predictions = found.prediction_mix, model  # no reference: the model's alone
+    if reference is not None:
+        mix = fit_prediction_mix(
+            _only(model, MIX_HORIZONS), _only(reference, MIX_HORIZONS), record.y, n
+        )
+        predictions = mix.mixed(model, reference)
+    mixed = dataclasses.replace(found, prediction_mix=mix, band=None)
+    given = _only(predictions, BAND_HORIZONS) if fits else None  # none to share: the band's own
+    band = calibrate_band(mixed, record.u, record.y, n, given)
+    return dataclasses.replace(mixed, band=band)
 
-    def with_prediction_mix(self: Found, record: Record, n_initial: int | None = None) -> Found:
-        """This identification with each horizon's mix of its prediction and the ARX
-        reference's fitted on ``record`` (:mod:`~keras_mgu.sysid.judging.prediction_mix`).
 
-        Unchanged without an ARX reference, or where ``record`` is too short.
-        """
-        n = min(self.resolve_n_initial(n_initial), record.n_samples - 1)
-        fits = [k for k in MIX_HORIZONS if k < record.n_samples - n]
-        if self.arx is None or not fits or n < 1:
-            return self
-        alone = dataclasses.replace(self, prediction_mix=None)
-        model = alone.predictions(record.u, record.y, fits, n)
-        reference = self.reference().predictions(record.u, record.y, fits, n)
-        mix = fit_prediction_mix(model, reference, record.y, n)
-        return dataclasses.replace(self, prediction_mix=mix)
+def with_window_horizons(found: Any, record: Record, n_initial: int | None = None) -> Any:
+    """``found`` with its lag-class members' window horizons chosen on ``record``.
 
-    def with_window_horizons(self: Found, record: Record, n_initial: int | None = None) -> Found:
-        """This identification with its lag-class members' window horizons chosen on ``record``.
+    Each averaged (or the chosen) lag-class run predicts from the
+    measured lags up to the horizon where, on ``record`` (one the networks
+    did not train on), that errs less than its simulation with the noise
+    model (:meth:`~keras_mgu.sysid.judging.prediction.RunSimulator.choose_window_horizon`).
+    """
+    n = min(found.resolve_n_initial(n_initial), record.n_samples - 1)
+    runs = list(found.runs)
+    for k in set(found.kept):
+        if runs[k].structure in NETWORK_CLASSES or runs[k].noise is None:
+            continue
+        limit = RunSimulator(runs[k], found.start).choose_window_horizon(record.u, record.y, n)
+        runs[k] = dataclasses.replace(runs[k], window_horizon=limit)
+    return dataclasses.replace(found, runs=runs)
 
-        Each averaged (or the chosen) lag-class run predicts from the
-        measured lags up to the horizon where, on ``record`` (one the networks
-        did not train on), that errs less than its simulation with the noise
-        model (:meth:`~keras_mgu.sysid.judging.prediction.RunSimulator.choose_window_horizon`).
-        """
-        n = min(self.resolve_n_initial(n_initial), record.n_samples - 1)
-        runs = list(self.runs)
-        for k in set(self.kept):
-            if runs[k].structure in NETWORK_CLASSES or runs[k].noise is None:
-                continue
-            limit = RunSimulator(runs[k], self.start).choose_window_horizon(record.u, record.y, n)
-            runs[k] = dataclasses.replace(runs[k], window_horizon=limit)
-        return dataclasses.replace(self, runs=runs)
 
-    def with_band(self: Found, record: Record, n_initial: int | None = None) -> Found:
-        """This identification with its band calibrated on ``record``
-        (:func:`~keras_mgu.sysid.judging.band.calibrate_band`).
+def with_prediction_mix(found: Any, record: Record, n_initial: int | None = None) -> Any:
+    """``found`` with each horizon's mix of its prediction and the ARX reference's fitted on
+    ``record`` (:mod:`~keras_mgu.sysid.judging.prediction_mix`).
 
-        ``record`` should be one the networks did not train on (the
-        validation record); ``n_initial`` as :meth:`~keras_mgu.sysid.Identification.predict`'s.
-        """
-        found = dataclasses.replace(self, band=None)
-        n = self.resolve_n_initial(n_initial)
-        return dataclasses.replace(self, band=calibrate_band(found, record.u, record.y, n))
+    Unchanged without an ARX reference, or where ``record`` is too short.
+    """
+    n = min(found.resolve_n_initial(n_initial), record.n_samples - 1)
+    fits = [k for k in MIX_HORIZONS if k < record.n_samples - n]
+    if found.arx is None or not fits or n < 1:
+        return found
+    model, reference = _predictions(found, record, fits, n)
+    mix = fit_prediction_mix(model, reference, record.y, n)
+    return dataclasses.replace(found, prediction_mix=mix)
+
+
+def with_band(found: Any, record: Record, n_initial: int | None = None) -> Any:
+    """``found`` with its band calibrated on ``record``
+    (:func:`~keras_mgu.sysid.judging.band.calibrate_band`).
+
+    ``record`` should be one the networks did not train on (the validation
+    record); ``n_initial`` as :meth:`~keras_mgu.sysid.Identification.predict`'s.
+    """
+    unbanded = dataclasses.replace(found, band=None)
+    n = found.resolve_n_initial(n_initial)
+    return dataclasses.replace(found, band=calibrate_band(unbanded, record.u, record.y, n))
+
+
+def _predictions(found: Any, record: Record, horizons: list[int], n: int) -> tuple[dict, Any]:
+    """The k-step predictions of ``record`` by ``found``'s model alone (without its mix) and
+    by its ARX reference (None without one), each a dict by horizon (none: empty)."""
+    if not horizons:
+        return {}, None
+    alone = dataclasses.replace(found, prediction_mix=None)
+    model = alone.predictions(record.u, record.y, horizons, n)
+    if found.arx is None:
+        return model, None
+    return model, found.reference().predictions(record.u, record.y, horizons, n)
+
+
+def _only(predictions: dict, horizons: tuple[int, ...]) -> dict:
+    """The entries of ``predictions`` whose horizon is one of ``horizons``."""
+    return {k: p for k, p in predictions.items() if k in horizons}

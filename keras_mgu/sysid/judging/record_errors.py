@@ -11,7 +11,7 @@ standardise with its signal path (``path.outer``). The choice
   estimation record, a horizon far longer than the training windows;
 * :meth:`~RecordErrors.choice_error`: the two weighed equally;
 
-with ``n`` the measured samples that start them (``_measured_n``).
+with ``n`` the measured samples that start them (:meth:`~RecordErrors.measured_n`).
 :meth:`~RecordErrors.validation_error` is the validation record's error as
 training scored it, and :meth:`~RecordErrors.score` the RMSE of a record in
 physical units, by either convention of :mod:`~keras_mgu.sysid.judging.scoring`.
@@ -68,7 +68,7 @@ class RecordErrors:
 
     def horizon_errors(self, data: Any) -> list[np.ndarray]:
         """:meth:`horizon_error` of each estimation experiment, one array each."""
-        est, n = data.estimation, self._measured_n()
+        est, n = data.estimation, self.measured_n()
         return [
             self.test_like_error(est.slice(first, stop))
             for first, stop in est.experiments
@@ -97,12 +97,20 @@ class RecordErrors:
         record, a lag class starts from the validation record's own lags).
         """
         outer = self.path.outer
-        n = min(self._measured_n(), record.n_samples - 1)
+        n = min(self.measured_n(), record.n_samples - 1)
         y_sim = self.simulate(record.u, record.y[:n])
         return outer.transform_y(y_sim[n:]) - outer.transform_y(record.y[n:])
 
-    def _measured_n(self) -> int:
-        """Measured samples that start the choice's simulations (the protocol's, or more)."""
+    def measured_n(self) -> int:
+        """The measured samples ``n`` that start the choice's simulations.
+
+        The protocol's ``n`` (``resolve_n_initial()``: else 50), or more: at
+        least the chosen run's own ``config.n_initial`` (a lag class's longest
+        lag, an encoder's history), so that every class starts from as many
+        measured samples as it reads. :meth:`test_like_error` and
+        :meth:`horizon_errors` simulate from the first ``n`` samples of a
+        record and score the samples after them.
+        """
         return max(self.resolve_n_initial(), self.config.n_initial or 1)
 
     def validation_rmse(self, data: Any) -> float:
