@@ -130,3 +130,34 @@ def test_heated_tank_records_stay_in_range_and_the_beyond_tail_leaves_it(seed):
     again = zoo_plant("heated_tank", seed=seed)
     np.testing.assert_array_equal(again.beyond.y, plant.beyond.y)
     np.testing.assert_array_equal(again.data.validation.u, plant.data.validation.u)
+
+
+def _load_dead_time_script():
+    import importlib.util
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.path.join(root, "benchmarks", "dead_time.py")
+    spec = importlib.util.spec_from_file_location("dead_time", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_dead_time_references_fit_and_run_a_delayed_arx():
+    script = _load_dead_time_script()
+    rng = np.random.default_rng(7)
+    u = rng.uniform(0.0, 1.0, 400)
+    y = np.zeros(400)
+    for k in range(14, 400):  # y[k] = 0.8 y[k-1] - 0.1 y[k-2] + 2 u[k-13] + 0.5 u[k-14] + 1
+        y[k] = 0.8 * y[k - 1] - 0.1 * y[k - 2] + 2.0 * u[k - 13] + 0.5 * u[k - 14] + 1.0
+    theta = script.fit_arx(u[20:], y[20:], 2, 2, 13)
+    np.testing.assert_allclose(theta, [-0.8, 0.1, 2.0, 0.5, 1.0], atol=1e-9)
+    y_sim = script.simulate_arx(theta, u, y, 2, 2, 13)
+    np.testing.assert_array_equal(y_sim[:50], y[:50])
+    np.testing.assert_allclose(y_sim, y, atol=1e-9)
+    # On a short heated tank the true delay validates better than none.
+    plant = zoo_plant("heated_tank", n_samples=600, seed=0)
+    delayed = script.arx_reference(plant, 13, 3)
+    assert delayed["nk"] == 13 and len(delayed["candidates"]) == 9
+    assert delayed["validation"] < script.arx_reference(plant, 0, 3)["validation"]
