@@ -228,9 +228,8 @@ _DESIGNS: dict[str, _Design] = {
         input_name="force",
         output_name="displacement",
     ),
-    # Dead time of 13 samples, time constants of 27-51 s (sensor 5 s): steps held 5-60 s with
-    # levels uniform in [0.1, 0.7]; the beyond tail is clipped to the drive's [0, 1]. Noise:
-    # 0.1 degC at 40 dB (of a nominal 10 degC).
+    # Dead time 13 samples, time constants 27-51 s (sensor 5 s): steps held 5-60 s, levels uniform
+    # in [0.1, 0.7]; beyond, clipped to the drive's [0, 1]. Noise: 0.1 degC at 40 dB (of 10 degC).
     "heated_tank": _Design(
         ts=1.0,
         n_samples=3000,
@@ -269,7 +268,8 @@ class ZooPlant:
             tanks' pump voltage and the heater's drive are clipped at 0, so
             only above for them; the drive also at 1).
         u_range: ``(min, max)`` of the estimation input.
-        snr_db: Signal-to-noise ratio of every output, in dB (None: noise-free).
+        snr_db: Signal-to-noise ratio of every output, in dB (None: noise-free); the
+            heated tank's is of a nominal 10 degC, not of its estimation output.
         noise_std: Standard deviation of the added output noise.
         parameters: The plant's parameters (e.g. :class:`plants.DuffingParameters`).
     """
