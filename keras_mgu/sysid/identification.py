@@ -28,7 +28,7 @@ from keras_mgu.sysid.judging import calibration
 from keras_mgu.sysid.judging.band import Band, Trajectory, check_level
 from keras_mgu.sysid.judging.extrapolation import EstimationRange
 from keras_mgu.sysid.judging.prediction import RunSimulator, check_signal
-from keras_mgu.sysid.judging.prediction_mix import PredictionMix
+from keras_mgu.sysid.judging.prediction_mix import PredictionMix, last_sample_predictions
 from keras_mgu.sysid.judging.record_errors import RecordErrors
 from keras_mgu.sysid.models.signals import SignalPath
 
@@ -82,7 +82,7 @@ class Identification(RecordErrors):
             says how much and how the band holds there; None for a file
             saved before ranges were kept.
         prediction_mix: Each horizon's mix of the k-step prediction with
-            the ARX reference's, fitted on the validation record
+            the ARX reference's and the last sample, fitted on the validation record
             (:mod:`~keras_mgu.sysid.judging.prediction_mix`); None: the
             model's prediction alone.
 
@@ -254,7 +254,8 @@ class Identification(RecordErrors):
         if self.prediction_mix is None or self.arx is None:
             return mean
         reference = self.reference().predictions(u, y, horizons, n)
-        return self.prediction_mix.mixed(mean, reference)
+        last = last_sample_predictions(y, horizons, n)
+        return self.prediction_mix.mixed(mean, reference, last)
 
     def with_window_horizons(self, record: Record, n_initial: int | None = None) -> Identification:
         """This identification with its lag-class members' window horizons chosen on ``record``

@@ -30,7 +30,11 @@ from keras_mgu.datasets import Record
 from keras_mgu.sysid.config import NETWORK_CLASSES
 from keras_mgu.sysid.judging.band import BAND_HORIZONS, calibrate_band
 from keras_mgu.sysid.judging.prediction import RunSimulator
-from keras_mgu.sysid.judging.prediction_mix import MIX_HORIZONS, fit_prediction_mix
+from keras_mgu.sysid.judging.prediction_mix import (
+    MIX_HORIZONS,
+    fit_prediction_mix,
+    last_sample_predictions,
+)
 
 __all__ = ["calibrate", "with_band", "with_prediction_mix", "with_window_horizons"]
 
@@ -53,7 +57,7 @@ def calibrate(found: Any, record: Record, n_initial: int | None = None) -> Any:
         mix = fit_prediction_mix(
             _only(model, MIX_HORIZONS), _only(reference, MIX_HORIZONS), record.y, n
         )
-        predictions = mix.mixed(model, reference)
+        predictions = mix.mixed(model, reference, last_sample_predictions(record.y, fits, n))
     mixed = dataclasses.replace(found, prediction_mix=mix, band=None)
     given = _only(predictions, BAND_HORIZONS) if fits else None  # none to share: the band's own
     band = calibrate_band(mixed, record.u, record.y, n, given)

@@ -40,7 +40,7 @@ def gain_of(noise, k):
 def reference(found, u, y, k, n):
     """The lag classes' ``y_pred[t] = simulate(u[s-n : t+1], y[s-n : s])[-1]``, ``s = max(n,
     t - k + 1)``; the network classes' ``y_sim[t] + e_hat(t | t - k)``, the recursion written out;
-    mixed with the ARX reference's by the model's shares (``prediction_mix``).
+    mixed with the ARX reference's and the last sample by the model's shares (``prediction_mix``).
     """
     counts = collections.Counter(found.members or (found.best,))
     preds = []
@@ -64,8 +64,13 @@ def reference(found, u, y, k, n):
     mean = np.average(preds, axis=0, weights=list(counts.values()))
     if found.prediction_mix is None:
         return mean
-    share = found.prediction_mix.weight(k)  # mixed with the ARX reference's, defined alike
-    return share * mean + (1 - share) * reference(found.reference(), u, y, k, n)
+    # Mixed with the ARX reference's (defined alike) and the sample the prediction starts after.
+    share, last_share = found.prediction_mix.weight(k), found.prediction_mix.last_weight(k)
+    last = np.array(y, dtype=float)
+    for t in range(n, len(u)):
+        last[t] = y[max(n, t - k + 1) - 1]
+    arx = reference(found.reference(), u, y, k, n)
+    return share * mean + last_share * last + (1 - share - last_share) * arx
 
 
 @pytest.fixture(scope="module")
