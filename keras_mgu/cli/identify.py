@@ -43,6 +43,7 @@ __all__ = [
     "benchmark_n_initial",
     "build_config",
     "check_arguments",
+    "delay_samples",
     "identify_model",
     "load_data",
     "own_data",
@@ -318,6 +319,13 @@ def _add_recipe_arguments(group: argparse._ArgumentGroup) -> None:
                        "the ARX model's loop), linear (the ARX model refined on the "
                        "simulation error), polynomial (monomials of the lags chosen by FROLS), "
                        "or all (default: all)")  # fmt: skip
+    group.add_argument("--input-delay", nargs="+", type=delay_samples, metavar="N",
+                       help="dead time in samples: how long an input takes to reach the output "
+                       "(one N for every input, or one per input); every class then sees "
+                       "u(k - N) in place of u(k). Default: estimated on the estimation record "
+                       "and checked on validation (where the response visibly starts; 0 where "
+                       "the data show no delay); the report, describe() and results.json say "
+                       "which delay was used and whether it was estimated or given")  # fmt: skip
     group.add_argument("--cell", metavar="CELL",
                        help="the recurrent cell: mgu (default), gru, lstm, or a user's cell as "
                        "package.module:Class, called as Class(units) (in the loop class "
@@ -502,12 +510,26 @@ def recipe_options(args: argparse.Namespace) -> dict[str, Any]:
         "validation_checks": args.validation_checks,
         "validation_every": args.validation_every,
         "model_classes": _model_classes(args.model_classes),
+        "input_delay": tuple(args.input_delay) if getattr(args, "input_delay", None) else None,
     }
     given = {name: value for name, value in options.items() if value is not None}
     steps = next(f.default for f in dataclasses.fields(RecipeConfig) if f.name == "steps_per_epoch")
     if "steps_per_epoch" not in given and "iterations" in given and given["iterations"] < steps:
         given["steps_per_epoch"] = given["iterations"]
     return given
+
+
+def delay_samples(text: str) -> int:
+    """``--input-delay``'s value: a whole number of samples ``>= 0``."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number of samples >= 0 (the dead time); got {text!r}"
+        )
+    return value
 
 
 def _model_classes(names: list[str] | None) -> Any:
@@ -610,7 +632,10 @@ def results_row(
     ``outputs``: each output's scores by name, ``band``: the band's level and
     coverage, ``reference``: the ARX model's and the last-sample predictor's
     RMSE (:class:`~keras_mgu.sysid.Evaluation`), ``warning``: the line that
-    says no network beats the ARX model on the choice, or None; ``terms``:
+    says no network beats the ARX model on the choice, or None;
+    ``input_delay``: ``samples`` per input and whether ``estimated`` (else
+    given with ``--input-delay``); ``arx_orders``: the ARX reference's ``na``,
+    ``nb`` on the delayed inputs (None without one); ``terms``:
     a polynomial model's terms, coefficients and error reduction ratios
     (:meth:`~keras_mgu.sysid.Identification.polynomial_terms`; empty for the
     other classes);
@@ -660,6 +685,11 @@ def results_row(
         "band": scores["band"],
         "reference": scores["reference"],
         "extrapolation": scores["extrapolation"],
+        "input_delay": {
+            "samples": [int(nk) for nk in found.path.input_delay],
+            "estimated": found.config.input_delay is None,
+        },
+        "arx_orders": _arx_orders(found),
         "warning": linear_not_beaten(found.class_table),
         "terms": found.polynomial_terms(),
     }
@@ -670,6 +700,14 @@ def results_row(
         if row["prediction"] is not None:
             row["prediction"]["rmse_in_unit"] = row["prediction"]["rmse"] * protocol.scale
     return row
+
+
+def _arx_orders(found: Any) -> dict[str, int] | None:
+    """The ARX reference's ``na`` and ``nb`` (on the delayed inputs), or None without one."""
+    if found.arx is None:
+        return None
+    na = int(found.arx.config.n_initial)
+    return {"na": na, "nb": na + 1}
 
 
 def run(args: argparse.Namespace) -> dict[str, dict]:

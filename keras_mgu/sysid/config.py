@@ -47,6 +47,7 @@ from keras_mgu.sysid.config_checks import (
     non_negative,
     positive_int,
 )
+from keras_mgu.sysid.models.delay import check_input_delay
 
 __all__ = ["RecipeConfig", "window_for_memory"]
 
@@ -172,6 +173,11 @@ class RecipeConfig:
             (monomials of the lags chosen by FROLS,
             :mod:`~keras_mgu.sysid.models.polynomial`); ``"all"``: every one.
             ``None`` (default): every one.
+        input_delay: Dead time, in samples: how long each input takes to
+            reach the output. ``None`` (default): estimated on the record
+            (:func:`~keras_mgu.sysid.models.delay.estimate_input_delay`); an
+            integer ``>= 0``: every input's; a tuple: one per input. Every
+            class then sees ``u_i(k - nk_i)`` in place of ``u_i(k)``.
     """
 
     cell: str = "mgu"
@@ -201,9 +207,12 @@ class RecipeConfig:
     effort: int = 1
     capacity: str = "fixed"
     model_classes: tuple[str, ...] | None = None
+    input_delay: int | tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         check_rule(self.selection)
+        # A tuple from here on (one integer: every input's, widened per record).
+        object.__setattr__(self, "input_delay", check_input_delay(self.input_delay))
         if self.model_classes is not None:
             classes = MODEL_CLASSES if self.model_classes == "all" else self.model_classes
             classes = tuple((classes,) if isinstance(classes, str) else classes)

@@ -30,6 +30,7 @@ from keras_mgu.sysid.judging.extrapolation import EstimationRange
 from keras_mgu.sysid.judging.prediction import RunSimulator, check_signal
 from keras_mgu.sysid.judging.prediction_mix import PredictionMix, last_sample_predictions
 from keras_mgu.sysid.judging.record_errors import RecordErrors
+from keras_mgu.sysid.models.delay import describe_input_delay
 from keras_mgu.sysid.models.signals import SignalPath
 
 __all__ = ["BENCHMARK_N_INITIAL", "Identification"]
@@ -303,8 +304,10 @@ class Identification(RecordErrors):
     def describe(self) -> str:
         """What the chosen model is, in lines: its class and members, a polynomial's equation.
 
-        For each polynomial NARX run it keeps, the selected terms with their
-        coefficients and error reduction ratios (FROLS), in the estimation
+        Then the input delay (dead time; estimated or given) and the ARX
+        reference's orders. For each polynomial NARX run it keeps, the
+        selected terms with their coefficients and error reduction ratios
+        (FROLS), in the estimation
         record's standardised signals (their means and deviations given).
         """
         from keras_mgu.sysid.models.polynomial import describe_polynomial
@@ -312,6 +315,12 @@ class Identification(RecordErrors):
         members = sorted(set(self.kept))
         names = ", ".join(f"run {k + 1} ({self.runs[k].structure})" for k in members)
         lines = [f"the chosen model: {names}" + (", averaged" if len(members) > 1 else "")]
+        given = self.config.input_delay is not None
+        delay = describe_input_delay(self.path.input_delay, given, self.input_names)
+        if self.arx is not None:  # its order: the measured samples that set its state
+            na = self.arx.config.n_initial
+            delay += f"; the ARX reference ARX({na}, {na + 1}) on the delayed inputs"
+        lines.append(delay)
         for k in members:
             run = self.runs[k]
             if run.polynomial is not None:

@@ -7,6 +7,12 @@ linear class (:func:`lag_structures`, on the ARX model refitted at the lag
 classes' order). Their settings follow from the record and that model
 (:meth:`~keras_mgu.sysid.RecipeConfig.resolved`,
 :func:`~keras_mgu.sysid.training.lag_run.lag_config`).
+
+Every class sees the inputs delayed by the record's dead time
+(:func:`input_delay`: given in ``config.input_delay``, else estimated,
+:mod:`~keras_mgu.sysid.models.delay`): the ARX models here are fitted on
+the delayed records, and each structure's signal path delays the inputs of
+every record it trains on or simulates.
 """
 
 from __future__ import annotations
@@ -19,12 +25,24 @@ import numpy as np
 from keras_mgu.datasets import Normalizer, Record, SysIdData
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.models.arx import LinearModel, select_linear_model
+from keras_mgu.sysid.models.delay import (
+    check_input_delay,
+    delay_inputs,
+    estimate_input_delay,
+)
 from keras_mgu.sysid.models.signals import SignalPath
 from keras_mgu.sysid.training.lag_run import LAG_CLASSES, lag_config, lag_orders
 from keras_mgu.sysid.training.polynomial_run import polynomial_config
 from keras_mgu.sysid.training.run import shortest
 
-__all__ = ["Structure", "lag_structures", "model_classes", "structures"]
+__all__ = [
+    "Structure",
+    "delayed_data",
+    "input_delay",
+    "lag_structures",
+    "model_classes",
+    "structures",
+]
 
 
 @dataclasses.dataclass
@@ -41,6 +59,9 @@ class Structure:
         anchor: The ARX model of the order chosen on validation, which NARX
             and the loop fade to outside the estimation range; None for the
             others.
+        orders_table: A lag class's ARX order search on validation
+            (:func:`~keras_mgu.sysid.models.arx.select_linear_model`'s table);
+            empty for the others.
     """
 
     name: str
@@ -48,9 +69,34 @@ class Structure:
     config: RecipeConfig
     linear: LinearModel | None = None
     anchor: LinearModel | None = None
+    orders_table: list = dataclasses.field(default_factory=list)
 
 
-def lag_structures(data: SysIdData, config: RecipeConfig, classes: Sequence[str]) -> list:
+def input_delay(data: SysIdData, config: RecipeConfig) -> tuple[int, ...]:
+    """Each input's delay: ``config.input_delay`` as given (one integer: every input's), else
+    :func:`~keras_mgu.sysid.models.delay.estimate_input_delay` on the estimation record,
+    checked on the validation record."""
+    given = check_input_delay(config.input_delay, data.estimation.n_inputs)
+    if given is not None:
+        return given
+    return estimate_input_delay(data.estimation, data.validation)
+
+
+def delayed_data(data: SysIdData, delay: tuple[int, ...]) -> SysIdData:
+    """``data`` with the estimation and validation inputs delayed (each record at rest first)."""
+    if not any(delay):
+        return data
+    records = {
+        name: dataclasses.replace(record, u=delay_inputs(record.u, delay, record.boundaries))
+        for name, record in (("estimation", data.estimation), ("validation", data.validation))
+    }
+    return dataclasses.replace(data, **records)
+
+
+def lag_structures(
+    data: SysIdData, config: RecipeConfig, classes: Sequence[str],
+    delay: tuple[int, ...] | None = None,
+) -> list:  # fmt: skip
     """The lag classes among ``classes``, each with its ARX model and settings.
 
     The ARX model is refitted by least squares on the standardised estimation
@@ -58,11 +104,14 @@ def lag_structures(data: SysIdData, config: RecipeConfig, classes: Sequence[str]
     of the order :func:`~keras_mgu.sysid.models.arx.select_linear_model` chooses);
     the order that simulates validation best, refitted, is the anchor that
     NARX and the loop fade to outside the estimation range (where the
-    validation record is too short for any, the lag-order ARX).
+    validation record is too short for any, the lag-order ARX). ``delay``:
+    the inputs' (default :func:`input_delay`).
     """
     wanted = [name for name in LAG_CLASSES if name in classes]
     if not wanted:
         return []
+    delay = input_delay(data, config) if delay is None else delay
+    data = delayed_data(data, delay)
     outer = Normalizer.fit(data.estimation)
     est, val = outer.transform(data.estimation), outer.transform(data.validation)
     chosen, table = select_linear_model(est, val, continues=False)
@@ -75,18 +124,21 @@ def lag_structures(data: SysIdData, config: RecipeConfig, classes: Sequence[str]
     return [
         Structure(
             name,
-            SignalPath(outer),
+            SignalPath(outer, input_delay=delay),
             polynomial_config(config, linear, n)
             if name == "polynomial"
             else lag_config(config, linear, n, name),
             linear,
             anchor,
+            table,
         )
         for name in wanted
     ]
 
 
-def structures(data: SysIdData, config: RecipeConfig) -> tuple[list[Structure], list[dict]]:
+def structures(
+    data: SysIdData, config: RecipeConfig, delay: tuple[int, ...] | None = None
+) -> tuple[list[Structure], list[dict]]:
     """The structures the restarts try, and the linear models fitted (orders, validation RMSE).
 
     The linear model is fitted on the standardised estimation record. With
@@ -96,13 +148,18 @@ def structures(data: SysIdData, config: RecipeConfig) -> tuple[list[Structure], 
     alone; ``True`` or ``False`` force one. An estimation record of several
     experiments (``Record.boundaries``) trains the network alone (``True``
     is refused): the linear model is fitted and simulated on one experiment.
+    ``delay``: the inputs' (default :func:`input_delay`).
     """
+    delay = input_delay(data, config) if delay is None else delay
+    data = delayed_data(data, delay)
     outer = Normalizer.fit(data.estimation)
     est, val = outer.transform(data.estimation), outer.transform(data.validation)
     n, lag = est.n_samples, data.n_initial
     several = {"shortest_experiment": shortest(est)}
     plain = Structure(
-        "network", SignalPath(outer), config.resolved(n, lag, linear_prior=False, **several)
+        "network",
+        SignalPath(outer, input_delay=delay),
+        config.resolved(n, lag, linear_prior=False, **several),
     )
     if len(est.experiments) > 1 and config.linear_prior:
         raise ValueError(
@@ -122,7 +179,7 @@ def structures(data: SysIdData, config: RecipeConfig) -> tuple[list[Structure], 
     resolved = config.resolved(
         n, lag, time_constant=linear.time_constant, linear_prior=True, **several
     )
-    prior = Structure("linear+network", SignalPath(outer, linear, inner), resolved)
+    prior = Structure("linear+network", SignalPath(outer, linear, inner, delay), resolved)
     return ([prior] if config.linear_prior else [plain, prior]), table
 
 
@@ -141,13 +198,13 @@ def model_classes(data: SysIdData, config: RecipeConfig) -> tuple[list[Structure
     ``model_classes``, it is tried anyway. Returns the structures and the
     table of the linear models fitted.
     """
-    classes = config.classes
-    lag = lag_structures(data, config, classes)
+    classes, delay = config.classes, input_delay(data, config)
+    lag = lag_structures(data, config, classes, delay)
     if config.model_classes is None:  # the defaults: no polynomial of an integrating plant
         lag = [o for o in lag if o.name != "polynomial" or np.isfinite(o.linear.time_constant)]
     options, table = [], []
     if {"network", "linear+network"} & set(classes):
-        options, table = structures(data, config)
+        options, table = structures(data, config, delay)
         options = [o for o in options if o.name in classes]
     if not options and not lag:  # "linear+network" alone, where the linear model is no candidate
         raise ValueError(

@@ -14,7 +14,8 @@ import numpy as np
 from keras_mgu.datasets import SysIdData
 from keras_mgu.sysid.choice.candidates import Structure
 from keras_mgu.sysid.config import RecipeConfig
-from keras_mgu.sysid.models.arx import LINEAR_SHARE_MAX
+from keras_mgu.sysid.models.arx import LINEAR_SHARE_MAX, order_search_note
+from keras_mgu.sysid.models.delay import describe_input_delay
 from keras_mgu.sysid.training.lag_run import one_step_iterations
 from keras_mgu.sysid.training.run import RunResult
 
@@ -149,6 +150,8 @@ def print_settings(
 ) -> None:
     extra = f", first one run of each of {len(options)} classes" if len(options) > 1 else ""
     print(f"recipe: {data.estimation.n_samples} estimation samples, {restarts} restart(s){extra}")
+    for line in delay_and_order_lines(options, table):
+        print(f"  {line}", flush=True)
     tried = {o.name for o in options}
     if "linear+network" in classes and "linear+network" not in tried:
         several = len(data.estimation.experiments) > 1
@@ -171,6 +174,34 @@ def print_settings(
             + ("" if config.time_budget is None else f", all runs within {config.time_budget:g} s"),
             flush=True,
         )
+
+
+def delay_and_order_lines(options: list[Structure], table: list[dict]) -> list[str]:
+    """The input delay every class sees (estimated or given) and the ARX order search, in lines.
+
+    The order search's line says where it ended at its ceiling
+    (:func:`~keras_mgu.sysid.models.arx.order_search_note`).
+    """
+    first = options[0]
+    delay = first.path.input_delay
+    given = first.config.input_delay is not None
+    if len(delay) == 1:
+        seen = f"u(k - {delay[0]})" if delay[0] else "u(k)"
+    else:
+        seen = ", ".join(f"u{i}(k - {nk})" if nk else f"u{i}(k)" for i, nk in enumerate(delay))
+    lines = [f"{describe_input_delay(delay, given)}: every class sees {seen}"]
+    table = table or next((o.orders_table for o in options if o.orders_table), [])
+    if table:
+        best = min(table, key=_val_rmse)
+        tried = ", ".join(str(row["na"]) for row in table)
+        lines.append(
+            f"ARX orders: ARX({best['na']}, {best['nb']}) simulates validation best "
+            f"(na tried: {tried}; nb = na + 1)"
+        )
+        note = order_search_note(table)
+        if note is not None:
+            lines.append(f"ARX orders: {note}")
+    return lines
 
 
 #: Why the polynomial class is left out of the defaults on an integrating plant.

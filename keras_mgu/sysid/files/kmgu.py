@@ -13,7 +13,8 @@ A model file is a zip archive (suffix :data:`SUFFIX`) holding:
   members; the record's input and output names, sampling period and scoring
   protocol; and per run its seed, validation scores, best iteration,
   training seconds, structure, resolved :class:`RecipeConfig`, standardisation
-  statistics and the archive path of its network.
+  statistics, input delay (``input_delay``, samples per input; a file
+  without it has none) and the archive path of its network.
 * ``arrays.npz`` (read with ``allow_pickle=False``): the estimation record's
   first samples (``start_u``, ``start_y``, where encoder models start),
   the band's error quantiles (``band_quantiles``; its horizons and counts
@@ -201,6 +202,7 @@ def _run_entry(run: Any, k: int | str) -> dict:
         "config": dataclasses.asdict(run.config),
         "outer": path.outer.get_config(),
         "inner": None if path.inner is None else path.inner.get_config(),
+        "input_delay": [int(nk) for nk in path.input_delay],
         "has_linear": path.linear is not None,
         "has_validation_error": run.validation_error is not None,
         "has_noise": run.noise is not None,

@@ -114,7 +114,8 @@ def _run(archive: zipfile.ZipFile, entry: dict, k: int | str, arrays: dict) -> R
     if entry["has_linear"]:
         linear = LinearModel(*(arrays[f"run{k}_linear_{name}"] for name in ("a", "b", "c")))
     inner = None if entry["inner"] is None else Normalizer(**entry["inner"])
-    path = SignalPath(Normalizer(**entry["outer"]), linear, inner)
+    delay = tuple(int(nk) for nk in entry.get("input_delay", ()))  # none in older files
+    path = SignalPath(Normalizer(**entry["outer"]), linear, inner, delay)
     error = arrays[f"run{k}_validation_error"] if entry["has_validation_error"] else None
     has_noise = entry.get("has_noise", False)  # absent from files saved before it
     noise = None

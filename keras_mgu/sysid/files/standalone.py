@@ -20,6 +20,12 @@ outputs ``(batch, n, n_outputs)`` (``n`` the encoder's lag,
 :attr:`RecipeConfig.n_initial`), then the ``M`` inputs after them ``(batch, M,
 n_inputs)``; output ``y`` ``(batch, M, n_outputs)``, the simulation of those
 ``M`` samples: ``simulate(concatenate([u_initial, u]), y_initial)[n:]``.
+A model with dead time (``path.input_delay``) delays its physical inputs at
+the front of the graph, once (:class:`~keras_mgu.sysid.files.standalone_layers.InputDelay`:
+``u`` alone, or ``u_initial`` and ``u`` as one sequence, ``u`` reading the
+end of ``u_initial``), as
+:meth:`~keras_mgu.sysid.Identification.simulate` does; the sequence must then
+be longer than the longest delay.
 Written to an ONNX file by :mod:`~keras_mgu.sysid.files.onnx_export`.
 """
 
@@ -31,7 +37,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from keras_mgu.sysid.files.standalone_layers import ChannelAffine, LinearSimulation
+from keras_mgu.sysid.files.standalone_layers import ChannelAffine, InputDelay, LinearSimulation
 
 __all__ = ["INPUT_NAMES", "exported_runs", "standalone_simulator"]
 
@@ -141,9 +147,10 @@ def standalone_simulator(found: Any) -> keras.Model:
         }
     y0 = found.start[1][0] if found.start is not None else np.asarray(outer.y_mean)
     total = sum(counts.values())
+    fed = _delayed(inputs, {tuple(found.runs[k].path.input_delay) for k in counts})
     outputs = [
         ChannelAffine([w / total] * n_out, [0.0] * n_out, name=f"run{k}_weight")(
-            _run_outputs(found.runs[k], k, inputs, y0)
+            _run_outputs(found.runs[k], k, fed, y0)
         )
         for k, w in counts.items()
     ]
@@ -151,6 +158,20 @@ def standalone_simulator(found: Any) -> keras.Model:
     y = keras.layers.Identity(name="y")(y)
     inputs = list(inputs.values())
     return keras.Model(inputs if len(inputs) > 1 else inputs[0], y, name="standalone_simulator")
+
+
+def _delayed(inputs: dict, delays: set) -> dict:
+    """``inputs`` with ``u`` (and ``u_initial`` before it, as one sequence) delayed."""
+    if len(delays) != 1:
+        raise ValueError(f"The averaged runs have different input delays {sorted(delays)}.")
+    delay = delays.pop()
+    if not any(delay):
+        return inputs
+    if "u_initial" not in inputs:
+        return {**inputs, "u": InputDelay(delay, name="u_delayed")(inputs["u"])}
+    u_initial = InputDelay(delay, name="u_initial_delayed")(inputs["u_initial"])
+    u = InputDelay(delay, name="u_delayed")(inputs["u"], history=inputs["u_initial"])
+    return {**inputs, "u_initial": u_initial, "u": u}
 
 
 def exported_runs(found: Any) -> list:

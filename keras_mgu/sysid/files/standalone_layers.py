@@ -2,6 +2,9 @@
 
 * :class:`ChannelAffine`: ``x * scale + offset`` per channel (the
   standardisation and its inverse);
+* :class:`InputDelay`: each input channel delayed by its dead time, the
+  first sample held before the sequence (as
+  :func:`~keras_mgu.sysid.models.delay.delay_inputs`);
 * :class:`ARXCell` in a ``keras.layers.RNN`` (:class:`LinearSimulation`): the
   linear model's recursion, at rest at its first sample as
   :meth:`LinearModel.simulate <keras_mgu.sysid.LinearModel.simulate>`.
@@ -15,7 +18,7 @@ import keras
 import numpy as np
 from keras import ops
 
-__all__ = ["ARXCell", "ChannelAffine", "LinearSimulation"]
+__all__ = ["ARXCell", "ChannelAffine", "InputDelay", "LinearSimulation"]
 
 
 @keras.saving.register_keras_serializable(package="keras_mgu")
@@ -42,6 +45,54 @@ class ChannelAffine(keras.layers.Layer):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "scale": self.scale, "offset": self.offset}
+
+
+@keras.saving.register_keras_serializable(package="keras_mgu")
+class InputDelay(keras.layers.Layer):
+    """``(batch, T, channels)`` with channel ``i`` delayed by ``delay[i]`` samples.
+
+    ``out[:, k, i] = x[:, k - nk_i, i]``, where ``k - nk_i < 0`` reads the
+    samples before: the last ones of ``history`` ``(batch, n, channels)`` (a
+    static length), held at its first sample before it; without ``history``
+    the first sample of ``x`` held (the plant at rest). A delay line of
+    static length in front of ``x``, then its first ``T`` samples, so ``T``
+    may vary.
+    """
+
+    def __init__(self, delay: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.delay = [int(nk) for nk in delay]
+
+    def call(self, x, history=None):
+        channels = []
+        for i, nk in enumerate(self.delay):
+            channel = x[:, :, i : i + 1]
+            if nk:
+                channel = self._delayed(channel, nk, history, i)
+            channels.append(channel)
+        return channels[0] if len(channels) == 1 else ops.concatenate(channels, axis=-1)
+
+    @staticmethod
+    def _delayed(channel: Any, nk: int, history: Any, i: int) -> Any:
+        if history is None:
+            before = [channel[:, :1]] * nk
+        else:
+            past = history[:, :, i : i + 1]
+            held = [past[:, :1]] * max(0, nk - int(history.shape[1]))
+            before = [ops.concatenate([*held, past], axis=1)[:, -nk:]]
+        # The delay line in front, then the first T samples: gathered at 0..T-1, counted from
+        # the input itself, so that T may vary (no arithmetic on a symbolic length).
+        line = ops.concatenate([*before, channel], axis=1)
+        if keras.backend.backend() == "torch":  # its exporter records the length as it is read
+            return line[:, : channel.shape[1]]
+        steps = ops.cast(ops.cumsum(ops.ones_like(channel[0, :, 0]), axis=0) - 1.0, "int32")
+        return ops.take(line, steps, axis=1)
+
+    def compute_output_shape(self, x_shape: tuple, history_shape: tuple | None = None) -> tuple:
+        return x_shape
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "delay": self.delay}
 
 
 def _arx_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:

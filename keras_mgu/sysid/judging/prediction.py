@@ -84,7 +84,15 @@ class RunSimulator:
     start: tuple[np.ndarray, np.ndarray] | None
 
     def simulate(self, u: np.ndarray, y_initial: np.ndarray | None) -> np.ndarray:
-        """``(N, n_outputs)``: from the start state, or from ``y_initial`` ``(n, n_outputs)``."""
+        """``(N, n_outputs)``: from the start state, or from ``y_initial`` ``(n, n_outputs)``.
+
+        ``u`` is the physical input of one whole experiment; it is delayed
+        here, once (the run's ``path.input_delay``).
+        """
+        return self._simulate(self.run.path.delayed(u), y_initial)
+
+    def _simulate(self, u: np.ndarray, y_initial: np.ndarray | None) -> np.ndarray:
+        """:meth:`simulate` of ``u`` already delayed."""
         if y_initial is None:
             return self._from_start(u)
         return self.simulate_windows(u[None], y_initial[None])[0]
@@ -94,7 +102,8 @@ class RunSimulator:
 
         Each window starts from the state its first ``n`` measured outputs
         ``y_initial`` ``(B, n, n_outputs)`` give (and its ``u[:, :n]``); the
-        first ``n`` rows of each result are ``y_initial``.
+        first ``n`` rows of each result are ``y_initial``. ``u`` is already
+        delayed (windows cut from a delayed record).
         """
         path, n = self.run.path, y_initial.shape[1]
         xs, y_lins, hists = [], [], []
@@ -119,8 +128,10 @@ class RunSimulator:
 
         Horizons up to the run's window horizon (a lag class's) come from
         the windows (:meth:`window_predictions`), the others from one
-        simulation and the noise model (:meth:`noise_predictions`).
+        simulation and the noise model (:meth:`noise_predictions`). ``u`` is
+        physical and delayed here, once, before it is cut into windows.
         """
+        u = self.run.path.delayed(u)
         limit = self.window_horizon
         windowed = tuple(k for k in horizons if k <= limit)
         out = self.window_predictions(u, y, windowed, n) if windowed else {}
@@ -138,8 +149,11 @@ class RunSimulator:
     def noise_predictions(
         self, u: np.ndarray, y: np.ndarray, horizons: tuple[int, ...], n: int
     ) -> dict[int, np.ndarray]:
-        """``y_sim + e_hat(t | t - k)`` for each ``k``, from one simulation (module docstring)."""
-        y_sim = self.simulate(u, y[:n])
+        """``y_sim + e_hat(t | t - k)`` for each ``k``, from one simulation (module docstring).
+
+        ``u`` already delayed (:meth:`~keras_mgu.sysid.models.signals.SignalPath.delayed`).
+        """
+        y_sim = self._simulate(u, y[:n])
         if self.run.noise is None:
             return {k: y_sim for k in horizons}
         return {k: y_sim + self.run.noise.predict(y - y_sim, k) for k in horizons}
@@ -151,7 +165,7 @@ class RunSimulator:
 
         One window from each start ``s`` runs ``K = max(horizons)`` steps,
         and each ``k`` reads step ``t - s`` of the window from ``s = max(n,
-        t - k + 1)``.
+        t - k + 1)``. ``u`` already delayed.
         """
         total = len(u)
         steps = min(max(horizons), total - n)
@@ -193,6 +207,7 @@ class RunSimulator:
         ks = tuple(k for k in WINDOW_HORIZONS if k < len(y) - n)
         if not ks:
             return 0
+        u = self.run.path.delayed(u)  # physical: delayed once for both predictions
         windows = self.window_predictions(u, y, ks, n)
         noise = self.noise_predictions(u, y, ks, n)
         rmse = lambda y_hat: float(np.sqrt(np.mean((y_hat[n:] - y[n:]) ** 2)))  # noqa: E731

@@ -12,9 +12,17 @@ result is a fixed function of ``u`` and ``y0``.
 
 :func:`select_linear_model` fits the orders ``na`` (``nb = na + 1``) of
 :data:`ORDERS` and keeps the one whose free-run simulation scores best on the
-validation record. It is a candidate only where it explains the validation
-record: an RMSE of at most ``LINEAR_SHARE_MAX`` (70 %) of that of the
-constant (estimation-mean) prediction, about half its variance. Whether the
+validation record. Where the validation error still falls at the largest of
+them, the search goes on through :data:`WIDER_ORDERS` until it stops falling
+or the record allows no more (:func:`largest_order`: at least
+``ROWS_PER_COEFFICIENT`` samples per coefficient); :func:`order_search_note`
+says where it ended at a ceiling. The inputs are those every class sees,
+already delayed by the dead time (:mod:`~keras_mgu.sysid.models.delay`), so
+``u[k-j]`` here is ``u(k - nk - j)`` of the plant.
+
+It is a candidate only where it explains the validation record: an RMSE of
+at most ``LINEAR_SHARE_MAX`` (70 %) of that of the constant
+(estimation-mean) prediction, about half its variance. Whether the
 network then trains on its residual is decided on validation by the restarts
 (:func:`~keras_mgu.sysid.identify`).
 
@@ -29,10 +37,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ORDERS", "LinearModel", "select_linear_model"]
+__all__ = [
+    "ORDERS",
+    "WIDER_ORDERS",
+    "LinearModel",
+    "largest_order",
+    "order_search_note",
+    "select_linear_model",
+]
 
 #: ARX orders ``na`` tried by :func:`select_linear_model` (``nb = na + 1``).
 ORDERS = (1, 2, 3, 4, 6, 8)
+#: Larger orders tried, in turn, while the validation error still falls at the largest so far.
+WIDER_ORDERS = (12, 16, 24)
+#: Estimation samples per ARX coefficient below which an order is not tried when widening.
+ROWS_PER_COEFFICIENT = 10
 #: The linear model is used only if its validation RMSE is at most this share of
 #: the RMSE of the constant (estimation-mean) prediction.
 LINEAR_SHARE_MAX = 0.7
@@ -126,9 +145,45 @@ def _rmse(y: np.ndarray, y_sim: np.ndarray) -> float:
     return float(np.sqrt(np.mean(err**2))) if np.all(np.isfinite(err)) else np.inf
 
 
+def largest_order(n_samples: int, n_inputs: int, n_outputs: int = 1) -> int:
+    """The largest ``na`` (``nb = na + 1``) with ``ROWS_PER_COEFFICIENT`` samples per coefficient.
+
+    One output's ARX model has ``na + n_inputs (na + 1) + 1`` coefficients.
+    """
+    del n_outputs  # each output is fitted on its own
+    return max(0, (n_samples // ROWS_PER_COEFFICIENT - 1 - n_inputs) // (1 + n_inputs))
+
+
+def order_search_note(table: list[dict]) -> str | None:
+    """Where the order search ended at its ceiling, why, in words; None where it did not.
+
+    The search is at a ceiling where the best order is the largest tried: the
+    validation error still fell there.
+    """
+    if not table:
+        return None
+    best = min(table, key=lambda row: row["validation_rmse"])
+    last = max(table, key=lambda row: row["na"])
+    if best is not last or len(table) < 2:
+        return None
+    allowed = int(last.get("largest_allowed", last["na"]))
+    if last["na"] >= WIDER_ORDERS[-1]:
+        why = f"the largest order searched (na={WIDER_ORDERS[-1]})"
+    else:
+        why = (
+            f"the largest order the record allows (na={allowed}: at least "
+            f"{ROWS_PER_COEFFICIENT} samples per coefficient)"
+        )
+    return (
+        f"the ARX validation error still falls at na={last['na']}, {why}; a longer or "
+        "delayed response may be missing (see the input delay)"
+    )
+
+
 def select_linear_model(
-    estimation: Any, validation: Any, continues: bool = True, orders: tuple[int, ...] = ORDERS
-) -> tuple[LinearModel | None, list[dict[str, float]]]:
+    estimation: Any, validation: Any, continues: bool = True, orders: tuple[int, ...] = ORDERS,
+    widen: bool = True,
+) -> tuple[LinearModel | None, list[dict[str, float]]]:  # fmt: skip
     """The ARX order that simulates ``validation`` best, or None when it leaves too much.
 
     Args:
@@ -138,19 +193,25 @@ def select_linear_model(
             estimation record; otherwise validation is simulated on its own,
             at rest at its first output.
         orders: ``na`` values tried (``nb = na + 1``).
+        widen: Where the best of ``orders`` is the largest, go on through
+            :data:`WIDER_ORDERS` while the validation error falls, up to
+            :func:`largest_order` of the estimation record.
 
     Returns:
         The chosen model (or None) and a table with one dict per order:
-        ``na``, ``nb``, ``validation_rmse`` and the constant prediction's
-        ``baseline_rmse``.
+        ``na``, ``nb``, ``validation_rmse``, the constant prediction's
+        ``baseline_rmse`` and ``largest_allowed`` (:func:`largest_order`).
     """
     baseline = _rmse(validation.y, np.mean(estimation.y, axis=0))
+    allowed = largest_order(len(estimation.y), np.shape(estimation.u)[1])
     table, best, best_rmse = [], None, np.inf
-    for na in orders:
+
+    def tried(na: int) -> float | None:
+        nonlocal best, best_rmse
         try:
             model = LinearModel.fit(estimation.u, estimation.y, na)
         except (ValueError, np.linalg.LinAlgError):
-            continue
+            return None
         with np.errstate(all="ignore"):
             if continues:
                 u = np.concatenate([estimation.u, validation.u])
@@ -158,9 +219,22 @@ def select_linear_model(
             else:
                 y_sim = model.simulate(validation.u, validation.y[0])
         score = _rmse(validation.y, y_sim)
-        table.append({"na": na, "nb": na + 1, "validation_rmse": score, "baseline_rmse": baseline})
+        table.append({
+            "na": na, "nb": na + 1, "validation_rmse": score, "baseline_rmse": baseline,
+            "largest_allowed": allowed,
+        })  # fmt: skip
         if score < best_rmse:
             best, best_rmse = model, score
+        return score
+
+    for na in orders:
+        tried(na)
+    if widen and table and best_rmse == table[-1]["validation_rmse"] and len(table) > 1:
+        for na in (o for o in WIDER_ORDERS if table[-1]["na"] < o <= allowed):
+            previous = best_rmse
+            score = tried(na)
+            if score is None or not score < previous:
+                break
     if best is None or not best_rmse <= LINEAR_SHARE_MAX * baseline:
         return None, table
     return best, table

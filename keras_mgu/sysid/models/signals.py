@@ -2,14 +2,20 @@
 
 ::
 
-    u_s, y_s = (u - u_mean) / u_std, (y - y_mean) / y_std       (estimation statistics)
+    u_d      = u delayed by input_delay (each input i: u_i(k - nk_i))   (records only)
+    u_s, y_s = (u_d - u_mean) / u_std, (y - y_mean) / y_std     (estimation statistics)
     y_lin    = LinearModel.simulate(u_s, y0_s)                  (when a linear model is used)
     x        = inner([u_s, y_lin]),  target = inner(y_s - y_lin)  (standardised again)
     y        = outer^-1(inner^-1(y_net) + y_lin)                (the network's output back)
 
 The recipe (:mod:`~keras_mgu.sysid.recipe`) makes one per structure when it
 trains, and :class:`~keras_mgu.sysid.Identification` uses each run's to
-simulate.
+simulate. The input delay (dead time, :mod:`~keras_mgu.sysid.models.delay`)
+is applied once, to whole records: :meth:`SignalPath.record` and
+:meth:`SignalPath.records` here (training), :meth:`SignalPath.delayed` in
+:class:`~keras_mgu.sysid.judging.prediction.RunSimulator`'s entry points
+(simulation and prediction); :meth:`SignalPath.inputs` takes inputs already
+delayed, so that windows cut from a delayed record are not shifted again.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import numpy as np
 
 from keras_mgu.datasets import Normalizer, Record, SysIdData
 from keras_mgu.sysid.models.arx import LinearModel
+from keras_mgu.sysid.models.delay import delay_inputs
 
 __all__ = ["SignalPath"]
 
@@ -33,14 +40,24 @@ class SignalPath:
         linear: The linear model fitted first (on standardised signals), or None.
         inner: Standardisation of ``[u_s, y_lin]`` and ``y_s - y_lin`` (None
             without a linear model).
+        input_delay: Each input's delay in samples (dead time); empty: none.
     """
 
     outer: Normalizer
     linear: LinearModel | None = None
     inner: Normalizer | None = None
+    input_delay: tuple[int, ...] = ()
+
+    def delayed(self, u: np.ndarray, boundaries: tuple[int, ...] = ()) -> np.ndarray:
+        """Physical ``u`` ``(N, n_inputs)`` of whole experiments, each input delayed by its
+        ``input_delay`` (:func:`~keras_mgu.sysid.models.delay.delay_inputs`)."""
+        return delay_inputs(u, self.input_delay, boundaries)
 
     def inputs(self, u: np.ndarray, y0: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(x (N, n_net_inputs), y_lin (N, n_outputs) or None)`` for physical ``u``, ``y0``."""
+        """``(x (N, n_net_inputs), y_lin (N, n_outputs) or None)`` for physical ``u``, ``y0``.
+
+        ``u`` is already delayed (:meth:`delayed`).
+        """
         u_s = self.outer.transform_u(u)
         if self.linear is None:
             return u_s, None
@@ -59,8 +76,11 @@ class SignalPath:
         return self.outer.inverse_transform_y(y_net)
 
     def record(self, record: Record) -> Record:
-        """``record`` as the network sees it, the linear model at rest at its first output."""
-        x, y_lin = self.inputs(record.u, record.y[0])
+        """``record`` as the network sees it, the linear model at rest at its first output.
+
+        Its inputs are delayed here (each experiment at rest at its first input).
+        """
+        x, y_lin = self.inputs(self.delayed(record.u, record.boundaries), record.y[0])
         return Record(
             x, self.targets(record.y, y_lin), record.ts, name=record.name,
             boundaries=record.boundaries,
