@@ -140,7 +140,7 @@ def test_identify_scores_a_benchmark_in_its_protocol_unit(tmp_path, capsys, shar
     argv = ["identify", *TINY, "--iterations", "4", "--dataset", "cascaded-tanks"]
     assert main([*argv, "--data-path", path, "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    mgu = json.loads((tmp_path / "results.json").read_text())["runs"]["mgu_h4_lr0.01"]
+    [mgu] = json.loads((tmp_path / "results.json").read_text())["runs"].values()
     protocol = mgu["protocol"]
     assert protocol["name"] == "cascaded_tanks" and protocol["unit"] == "V"
     assert mgu["n_initial"] == protocol["n_initial"] == 50
@@ -155,7 +155,8 @@ def test_n_initial_option_overrides_the_default(tmp_path, capsys):
     argv = ["identify", *TINY, "--iterations", "2", "--n-initial", "7", "--out", str(tmp_path)]
     assert main(argv) == 0
     results = json.loads((tmp_path / "results.json").read_text())
-    assert results["runs"]["mgu_h4_lr0.01"]["n_initial"] == 7
+    [row] = results["runs"].values()
+    assert row["n_initial"] == 7
     assert "from sample 7" in capsys.readouterr().out
 
 
@@ -165,7 +166,7 @@ def test_n_initial_zero_is_the_free_run_alone(tmp_path, capsys):
     argv = ["identify", *TINY, "--iterations", "2", "--n-initial", "0", "--out", str(tmp_path)]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    mgu = json.loads((tmp_path / "results.json").read_text())["runs"]["mgu_h4_lr0.01"]
+    [mgu] = json.loads((tmp_path / "results.json").read_text())["runs"].values()
     assert mgu["rmse_benchmark"] == mgu["rmse"] and mgu["prediction"] is None
     assert "from sample" not in out and "test RMSE (from sample" not in out
 
@@ -174,7 +175,7 @@ def test_n_initial_zero_is_the_free_run_alone(tmp_path, capsys):
 def test_selection_option_averages_runs_chosen_on_validation(tmp_path, capsys):
     argv = ["identify", *TINY, "--iterations", "2", "--restarts", "2", "--selection", "ensemble"]
     assert main([*argv, "--out", str(tmp_path)]) == 0
-    mgu = json.loads((tmp_path / "results.json").read_text())["runs"]["mgu_h4_lr0.01"]
+    [mgu] = json.loads((tmp_path / "results.json").read_text())["runs"].values()
     assert mgu["config"]["selection"] == "ensemble"
     assert mgu["averaged_seeds"][0] == mgu["chosen_seed"]
     assert set(mgu["averaged_seeds"]) <= {0, 1000}
@@ -368,7 +369,8 @@ def test_schedule_and_score_options_reach_the_callbacks(tmp_path, monkeypatch):
             assert check["score"] == pytest.approx(expected, rel=1e-6)
             assert check["loss"] > 0 and check["score"] != pytest.approx(check["val_rmse"])
         assert run.validation_score == min(check["score"] for check in history)
-    config = json.loads((tmp_path / "results.json").read_text())["runs"]["mgu_h4_lr0.02"]["config"]
+    [row] = json.loads((tmp_path / "results.json").read_text())["runs"].values()
+    config = row["config"]
     assert config["decay_points"] == [0.5] and config["decay_rate"] == 0.1
     assert config["score_weights"] == {"val_rmse": 0.8, "loss": 0.2}
     assert config["validation_every"] == 3 and config["steps_per_epoch"] == 2

@@ -70,11 +70,12 @@ def model_name(found: Any) -> str:
     return f"{model_file_stem(found)}_h{units}_lr{run.config.learning_rate:g}"
 
 
-def save_model_file(found: Any, out: str) -> str:
-    """Save ``found`` as ``<out>/<model_file_stem>.kmgu`` (``network_mgu.kmgu``); the path."""
+def save_model_file(found: Any, out: str, stem: str | None = None) -> str:
+    """Save ``found`` as ``<out>/<stem>.kmgu``; the path written. ``stem`` defaults to
+    :func:`model_file_stem` (``network_mgu.kmgu``); a sweep names its best ``best``."""
     from keras_mgu.sysid.files.kmgu import SUFFIX
 
-    return found.save(os.path.join(out, f"{model_file_stem(found)}{SUFFIX}"))
+    return found.save(os.path.join(out, f"{stem or model_file_stem(found)}{SUFFIX}"))
 
 
 class UsedNames:

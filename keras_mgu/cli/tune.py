@@ -22,6 +22,7 @@ from typing import Any
 
 from keras_mgu.cli import identify as _identify
 from keras_mgu.cli.errors import MissingExtra, OptionError, UsageError
+from keras_mgu.cli.naming import save_model_file
 
 HELP = "search the recipe's settings on validation with KerasTuner (keras_mgu.sysid.tune)"
 DESCRIPTION = __doc__.split("\n\n", 1)[1]
@@ -125,7 +126,7 @@ def run_command(args: argparse.Namespace) -> int:
         "benchmark": result.best.score(data.test, "benchmark", n_initial=n_initial),
     }
     os.makedirs(args.out, exist_ok=True)
-    model_file = _identify.save_model_file(result.best, "best", args.out)
+    model_file = save_model_file(result.best, args.out, "best")
     summary = {"best_settings": _jsonable(result.best_settings), "test_rmse": test,
                "n_initial": n_initial, "model_file": model_file,
                "trials": _jsonable(result.table)}  # fmt: skip
