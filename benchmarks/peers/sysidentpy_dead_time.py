@@ -28,7 +28,6 @@ import argparse
 import os
 import sys
 import time
-import warnings
 
 os.environ.setdefault("KERAS_BACKEND", "numpy")  # keras_mgu.datasets imports keras; nothing trains
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy is imported
@@ -39,6 +38,7 @@ from subnet import write_json  # noqa: E402  benchmarks/peers/subnet.py, beside 
 from sysidentpy_narx import (  # noqa: E402  beside this script
     FROLS_SETTINGS,
     arrays,
+    fit_one,
     free_run,
     resimulate,
     rmse,
@@ -73,21 +73,6 @@ def xlag_text(xlag) -> str:
     )
 
 
-def fit(u: np.ndarray, y: np.ndarray, degree: int, ylag: int, xlag):
-    """FROLS as ``sysidentpy_narx.fit_one`` fits it, with ``ylag`` and ``xlag`` apart."""
-    from sysidentpy.basis_function import Polynomial
-    from sysidentpy.model_structure_selection import FROLS
-    from sysidentpy.parameter_estimation import LeastSquares
-
-    model = FROLS(ylag=ylag, xlag=xlag, basis_function=Polynomial(degree=degree),
-                  estimator=LeastSquares(), order_selection=True, info_criteria="aic",
-                  n_info_values=FROLS_SETTINGS["n_info_values"], model_type="NARMAX")  # fmt: skip
-    with warnings.catch_warnings():  # n_info_values above the regressors there are: it says so
-        warnings.simplefilter("ignore", UserWarning)
-        model.fit(X=u, y=y)
-    return model
-
-
 def run(setting: str, seed: int) -> dict:
     import sysidentpy
 
@@ -103,7 +88,7 @@ def run(setting: str, seed: int) -> dict:
     began = time.perf_counter()
     for degree, ylag, xlag in grid:
         start = time.perf_counter()
-        model = fit(u_est, y_est, degree, ylag, xlag)
+        model = fit_one(u_est, y_est, degree, ylag, xlag)
         validation = rmse(y_val[N_INITIAL:, 0], free_run(model, u_val, y_val, N_INITIAL), mean,
                           std)  # fmt: skip
         candidates.append({"degree": degree, "ylag": ylag, "xlag": xlag,

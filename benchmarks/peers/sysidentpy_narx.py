@@ -193,13 +193,17 @@ def resimulate(codes: np.ndarray, theta: np.ndarray, u: np.ndarray, y_initial: n
     return y
 
 
-def fit_one(u: np.ndarray, y: np.ndarray, degree: int, lag: int):
-    """FROLS with a ``Polynomial(degree)`` basis fitted on ``(u, y)``, AIC choosing its terms."""
+def fit_one(u: np.ndarray, y: np.ndarray, degree: int, lag: int, xlag=None):
+    """FROLS with a ``Polynomial(degree)`` basis fitted on ``(u, y)``, AIC choosing its terms.
+
+    ``ylag = lag``; ``xlag`` defaults to ``lag`` too (SysIdentPy's ``xlag``: a number or a
+    list of input lags)."""
     from sysidentpy.basis_function import Polynomial
     from sysidentpy.model_structure_selection import FROLS
     from sysidentpy.parameter_estimation import LeastSquares
 
-    model = FROLS(ylag=lag, xlag=lag, basis_function=Polynomial(degree=degree),
+    xlag = lag if xlag is None else xlag
+    model = FROLS(ylag=lag, xlag=xlag, basis_function=Polynomial(degree=degree),
                   estimator=LeastSquares(), order_selection=True, info_criteria="aic",
                   n_info_values=FROLS_SETTINGS["n_info_values"], model_type="NARMAX")  # fmt: skip
     with warnings.catch_warnings():  # n_info_values above the regressors there are: it says so
