@@ -205,12 +205,13 @@ def model_label(found: Any) -> str:
 
     The classes without a network: ``"linear (ARX)"``, ``"polynomial"``.
     """
-    run = found.runs[found.best]
-    units = "-".join(str(n) for n in run.config.units or ())
-    if not units:  # the linear class (the ARX model alone) or the polynomial NARX
+    from keras_mgu.cli.naming import kept_cell
+
+    run, cell = found.runs[found.best], kept_cell(found)
+    if cell is None:  # the linear class (the ARX model alone) or the polynomial NARX
         return f"{run.structure} (ARX)" if run.structure == "linear" else run.structure
-    cell = run.config.cell.rpartition(":")[2].upper()
-    return f"{run.structure} ({cell} {units})"
+    units = "-".join(str(n) for n in run.config.units)
+    return f"{run.structure} ({cell.upper()} {units})"
 
 
 def describe_selection(found: Any) -> str:
