@@ -42,6 +42,7 @@ from collections.abc import Mapping
 
 from keras_mgu.sysid.config_checks import (
     check_decay,
+    check_held_out,
     check_rule,
     check_score_weights,
     non_negative,
@@ -178,6 +179,10 @@ class RecipeConfig:
             (:func:`~keras_mgu.sysid.models.delay.estimate_input_delay`); an
             integer ``>= 0``: every input's; a tuple: one per input. Every
             class then sees ``u_i(k - nk_i)`` in place of ``u_i(k)``.
+        held_out: The share of the estimation record's first experiment set
+            aside before anything is fitted, to score the choice beside the
+            validation record (:mod:`~keras_mgu.sysid.choice.held_out`); in
+            ``[0, 0.5]``, ``0``: the validation record alone scores it.
     """
 
     cell: str = "mgu"
@@ -208,9 +213,11 @@ class RecipeConfig:
     capacity: str = "fixed"
     model_classes: tuple[str, ...] | None = None
     input_delay: int | tuple[int, ...] | None = None
+    held_out: float = 0.2
 
     def __post_init__(self) -> None:
         check_rule(self.selection)
+        object.__setattr__(self, "held_out", check_held_out(self.held_out))
         # A tuple from here on (one integer: every input's, widened per record).
         object.__setattr__(self, "input_delay", check_input_delay(self.input_delay))
         if self.model_classes is not None:

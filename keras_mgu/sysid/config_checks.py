@@ -11,6 +11,7 @@ __all__ = [
     "SCORE_NAMES",
     "SELECTION_RULES",
     "check_decay",
+    "check_held_out",
     "check_rule",
     "check_score_weights",
     "non_negative",
@@ -88,3 +89,18 @@ def check_score_weights(weights: object) -> dict[str, float]:
     if not any(checked.values()):
         raise ValueError(f"`score_weights` needs a positive weight; received {checked}.")
     return checked
+
+
+def check_held_out(fraction: object) -> float:
+    """``fraction`` as a float in ``[0, 0.5]``; a ``ValueError`` that says so otherwise."""
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
+        raise ValueError(
+            f"`held_out` must be a number in [0, 0.5] (the share of the estimation record's "
+            f"first experiment held out to score the choice); received {fraction!r}."
+        )
+    if not 0.0 <= float(fraction) <= 0.5:
+        raise ValueError(
+            f"`held_out` must be in [0, 0.5] (the share of the estimation record's first "
+            f"experiment held out to score the choice); received {fraction!r}."
+        )
+    return float(fraction)

@@ -1,14 +1,16 @@
 """The identification recipe, :func:`identify`: the candidates, their restarts, the choice.
 
-1. The candidates (:mod:`~keras_mgu.sysid.choice.candidates`): the data
-   standardised with the estimation record's statistics; an ARX model fitted
+1. The candidates (:mod:`~keras_mgu.sysid.choice.candidates`): the head of
+   the estimation record set aside (:mod:`~keras_mgu.sysid.choice.held_out`,
+   ``config.held_out``: nothing below fits it); the data standardised with
+   the rest's statistics; an ARX model fitted
    first; per class tried (``config.model_classes``, default all), the
    settings the config leaves open derived from the record.
 2. The restarts (:mod:`~keras_mgu.sysid.choice.restarts`): one run of every
    class from ``seed``, trained (:mod:`~keras_mgu.sysid.training`) and scored
-   on validation by its choice error (the validation record's simulation
-   error and the free run through the estimation record from its first
-   measured samples, equally weighted); the class whose run scores best gets
+   on samples it did not fit, by its choice error (the validation record's
+   simulation error and the free run through the held-out head from its
+   first measured samples, equally weighted); the class whose run scores best gets
    the remaining ``restarts - 1`` runs (seeds ``seed + 1000 k``). Every run
    is a fixed amount of work: the same model whatever the machine's load
    (``config.time_budget`` caps the wall time instead).
@@ -30,6 +32,7 @@ import keras
 
 from keras_mgu.datasets import Record, SysIdData
 from keras_mgu.sysid.choice.candidates import model_classes
+from keras_mgu.sysid.choice.held_out import hold_out_head
 from keras_mgu.sysid.choice.report import describe_class_table, print_settings
 from keras_mgu.sysid.choice.restarts import Restarts
 from keras_mgu.sysid.config import RecipeConfig
@@ -67,10 +70,11 @@ def identify(
             one population (the same numbers as one by one, in less time).
     """
     data, config = SysIdData.coerce(data), RecipeConfig.checked(config, restarts)
-    options, linear_table = model_classes(data, config)
+    fitted, head = hold_out_head(data, config.held_out)
+    options, linear_table = model_classes(fitted, config)
     if verbose:
-        print_settings(data, options, restarts, config.classes, linear_table)
-    trained = Restarts(data, options, restarts, population, verbose, callbacks)
+        print_settings(fitted, options, restarts, config.classes, linear_table, head)
+    trained = Restarts(fitted, options, restarts, population, verbose, callbacks, head)
     runs = trained.first_runs(seed)
     winner, capacity_table = trained.winner(runs, seed)
     runs += trained.more_runs(winner, seed)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from keras_mgu.datasets import SysIdData
+from keras_mgu.datasets import Record, SysIdData
 from keras_mgu.sysid.choice.candidates import Structure
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.models.arx import LINEAR_SHARE_MAX, order_search_note
@@ -23,6 +23,7 @@ __all__ = [
     "capacity_line",
     "class_table",
     "describe_class_table",
+    "held_out_line",
     "linear_not_beaten",
     "print_settings",
     "ran_off_lines",
@@ -36,9 +37,13 @@ def run_line(run: RunResult, name: str, kind: str, done: int) -> str:
     """The progress line of a trained run (``kind`` ``"run"``, the ``done``-th) or screening."""
     units = (run.config.units or (0,))[0]
     label = f"run {done}" if kind == "run" else f"screening {units} units"
+    held = (
+        "no held-out start" if np.isnan(run.horizon_rmse)
+        else f"held-out start {run.horizon_rmse:.4f}"
+    )  # fmt: skip
     scores = (
-        f"choice RMSE {run.choice_rmse:.4f} (validation {test_like_rmse(run):.4f}, "
-        f"horizon {run.horizon_rmse:.4f}; standardised)"
+        f"choice RMSE {run.choice_rmse:.4f} (validation {test_like_rmse(run):.4f}, {held}; "
+        "standardised)"
     )
     if run.polynomial is not None:
         p = run.polynomial
@@ -103,12 +108,15 @@ def _class_row(name: str, runs: list[RunResult], count: int) -> dict:
     return {
         "class": name, "runs": count, "best": float(np.min(scores)),
         "median": float(np.median(scores)), "validation": test_like_rmse(best),
-        "horizon": float(best.horizon_rmse),
+        "held_out": float(best.horizon_rmse),
     }  # fmt: skip
 
 
 def test_like_rmse(run: RunResult) -> float:
-    """The validation half of ``run``'s choice RMSE (from its first measured samples)."""
+    """The validation half of ``run``'s choice RMSE (from its first measured samples); all of
+    it where no start of the estimation record was held out (``horizon_rmse`` NaN)."""
+    if np.isnan(run.horizon_rmse):
+        return float(run.choice_rmse)
     squared = 2 * run.choice_rmse**2 - run.horizon_rmse**2
     return float(np.sqrt(max(squared, 0.0))) if np.isfinite(squared) else float("inf")
 
@@ -117,14 +125,16 @@ def describe_class_table(table: list[dict], chosen: str) -> str:
     """The class table in lines, the chosen class marked, and a warning where ARX is not beaten."""
     lines = [
         "choice RMSE (standardised; validation and the free run through the estimation "
-        "record, equally weighted) of each class tried, best / median of its runs, and the "
-        "best run's validation | horizon:"
+        "record's held-out start, equally weighted, neither fitted) of each class tried, best / "
+        "median of its runs, and the best run's validation | held-out start:"
     ]
     for row in table:
         mark = "  <- chosen" if row["class"] == chosen else ""
         runs = "least squares" if row["runs"] == 0 else f"{row['runs']} run(s)"
         nan = float("nan")
-        parts = f"{row.get('validation', nan):.4f} | {row.get('horizon', nan):.4f}"
+        held = float(row.get("held_out", nan))
+        held = "-" if np.isnan(held) else f"{held:.4f}"  # "-": nothing held out
+        parts = f"{row.get('validation', nan):.4f} | {held}"
         lines.append(
             f"  {row['class']:<16} {row['best']:.4f} / {row['median']:.4f}  ({parts}; {runs})"
             + mark
@@ -146,18 +156,23 @@ def linear_not_beaten(table: list[dict]) -> str | None:
 
 
 def print_settings(
-    data: SysIdData, options: list[Structure], restarts: int, classes: Sequence[str], table: list
+    data: SysIdData,
+    options: list[Structure],
+    restarts: int,
+    classes: Sequence[str],
+    table: list,
+    head: Record | None = None,
 ) -> None:
+    """The recipe's settings in lines: ``data`` is what the runs fit, ``head`` what is held out."""
     extra = f", first one run of each of {len(options)} classes" if len(options) > 1 else ""
     print(f"recipe: {data.estimation.n_samples} estimation samples, {restarts} restart(s){extra}")
+    print(f"  {held_out_line(head)}", flush=True)
     for line in delay_and_order_lines(options, table):
         print(f"  {line}", flush=True)
     tried = {o.name for o in options}
     if "linear+network" in classes and "linear+network" not in tried:
         several = len(data.estimation.experiments) > 1
         print(f"  linear+network: not tried: {why_no_prior(table, several)}", flush=True)
-    if "polynomial" in classes and "polynomial" not in tried:
-        print(f"  polynomial: not tried: {WHY_NO_POLYNOMIAL}", flush=True)
     for option in options:
         config, linear = option.config, option.path.linear
         if option.linear is not None:
@@ -174,6 +189,19 @@ def print_settings(
             + ("" if config.time_budget is None else f", all runs within {config.time_budget:g} s"),
             flush=True,
         )
+
+
+def held_out_line(head: Record | None) -> str:
+    """What the choice scores: the validation record, and the estimation record's held-out start."""
+    if head is None:
+        return (
+            "choice: on the validation record alone (the estimation record is too short to hold "
+            "out its start)"
+        )
+    return (
+        f"choice: on the validation record and the estimation record's first {head.n_samples} "
+        "samples, held out (nothing is fitted to them)"
+    )
 
 
 def delay_and_order_lines(options: list[Structure], table: list[dict]) -> list[str]:
@@ -202,14 +230,6 @@ def delay_and_order_lines(options: list[Structure], table: list[dict]) -> list[s
         if note is not None:
             lines.append(f"ARX orders: {note}")
     return lines
-
-
-#: Why the polynomial class is left out of the defaults on an integrating plant.
-WHY_NO_POLYNOMIAL = (
-    "the ARX model integrates (a pole on or outside the unit circle); a polynomial's free run "
-    "of such a plant drifts on a new experiment though it simulates these records well (name "
-    "it in model_classes to try it)"
-)
 
 
 def why_no_prior(table: list[dict], several: bool) -> str:

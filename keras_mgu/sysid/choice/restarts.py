@@ -4,8 +4,9 @@
 or as populations (:func:`~keras_mgu.sysid.training.population.train_population`),
 within the time budget if the config sets one, and scores each on the
 physical records: its validation error, the free run through the estimation
-record from its first measured samples (``horizon``), the choice error that
-weighs both equally, and the noise model of its simulation residual
+record's held-out head from its first measured samples (``horizon``,
+:mod:`~keras_mgu.sysid.choice.held_out`: samples no run fitted), the choice
+error that weighs both equally, and the noise model of its simulation residual
 (:func:`~keras_mgu.sysid.judging.noise_model.fit_noise_model`). Every class
 gets one run from the first seed; the class whose run scores best gets the
 remaining restarts (after its capacity is screened, with
@@ -26,7 +27,7 @@ import keras
 import numpy as np
 
 from keras_mgu.callbacks import TerminalProgress
-from keras_mgu.datasets import SysIdData
+from keras_mgu.datasets import Record, SysIdData
 from keras_mgu.sysid.choice import report
 from keras_mgu.sysid.choice.candidates import Structure, lag_structures
 from keras_mgu.sysid.choice.capacity import choose_capacity
@@ -75,7 +76,7 @@ class Restarts:
     """Trains and scores the runs of ``options`` on ``data`` (module docstring).
 
     Args:
-        data: The physical records (estimation, validation).
+        data: The physical records (estimation, validation) the runs fit.
         options: The candidate classes (:func:`~keras_mgu.sysid.choice.candidates.model_classes`).
         restarts: Runs in all of the winning class (its first run included).
         population: Train runs that share their optimiser settings as one population.
@@ -84,6 +85,8 @@ class Restarts:
             :class:`~keras_mgu.callbacks.TerminalProgress`); ``2``: also
             Keras's own progress lines (``fit(verbose=2)``).
         callbacks: Passed to every network run's ``fit``.
+        held_out: The estimation record's held-out head
+            (:func:`~keras_mgu.sysid.choice.held_out.hold_out_head`), or None.
     """
 
     def __init__(
@@ -94,8 +97,10 @@ class Restarts:
         population: bool = True,
         verbose: int | str = 0,
         callbacks: Sequence[keras.callbacks.Callback] = (),
+        held_out: Record | None = None,
     ) -> None:
         self.data, self.options, self.restarts = data, options, restarts
+        self.held_out = held_out
         self.population, self.verbose, self.callbacks = bool(population), verbose, callbacks
         loud = isinstance(verbose, int) and verbose >= 2
         #: ``fit``'s verbosity, and the progress line where Keras's lines are not shown.
@@ -110,8 +115,9 @@ class Restarts:
         #: The polynomial class's least-squares fit, once its first run made it.
         self.polynomial_fit = None
         lag = max(o.config.n_initial for o in options)
-        #: The first samples of the estimation record (the encoder's start).
-        self.first = (data.estimation.u[:lag], data.estimation.y[:lag])
+        start = data.estimation if held_out is None or held_out.n_samples < lag else held_out
+        #: The first samples of the estimation record (the encoder's start), the head's if held out.
+        self.first = (start.u[:lag], start.y[:lag])
         #: The range no free run may leave (:mod:`~keras_mgu.sysid.choice.runoff`).
         self.box = OutputBox.of(data.estimation.y)
         self._stress: bool | None = None  # whether the stress experiment applies
@@ -236,7 +242,8 @@ class Restarts:
         est, val = self.records[option.name]
         start = time.perf_counter()
         if self.polynomial_fit is None:
-            self.polynomial_fit = fit_polynomial(est, val)[0]
+            head = None if self.held_out is None else option.path.record(self.held_out)
+            self.polynomial_fit = fit_polynomial(est, val, held_out=head)[0]
         run = train_polynomial_run(
             est, val, self.polynomial_fit, option.config, seed, self.fit_verbose, self.progress
         )
@@ -269,7 +276,8 @@ class Restarts:
         """``run`` with its structure, signal path and errors (physical records, standardised)."""
         run = dataclasses.replace(run, structure=option.name, path=option.path)
         single = Identification([run], 0, self.data.n_initial, self.first)
-        error, horizons = single.validation_error(self.data), single.horizon_errors(self.data)
+        error = single.validation_error(self.data)
+        horizons = single.horizon_errors(self.held_out)
         horizon = np.concatenate(horizons) if horizons else np.zeros((0, error.shape[1]))
         test_like = single.test_like_error(self.data.validation)
         noise = None
@@ -277,7 +285,8 @@ class Restarts:
             noise = fit_noise_model([h for h in horizons if np.all(np.isfinite(h))], test_like)
         run = dataclasses.replace(
             run, validation_error=error, validation_rmse=error_rmse(error),
-            horizon_rmse=error_rmse(horizon), choice_error=equal_weights(test_like, horizon),
+            horizon_rmse=error_rmse(horizon) if horizon.size else float("nan"),
+            choice_error=equal_weights(test_like, horizon),
             noise=noise,
         )  # fmt: skip
         if kind == "reference":
@@ -291,17 +300,19 @@ class Restarts:
     def _ran_off(self, single: Identification, horizons: list, test_like: np.ndarray) -> str | None:
         """Where the run's free runs leave :attr:`box` (:mod:`~keras_mgu.sysid.choice.runoff`).
 
-        The estimation experiments' and the validation record's free runs
-        are those scored (``horizons``, ``test_like``: standardised errors
-        after the first ``n`` measured samples); the stress experiment is
-        simulated where it applies (:meth:`_stress_applies`).
+        The held-out head's and the validation record's free runs are those
+        scored (``horizons``, ``test_like``: standardised errors after the
+        first ``n`` measured samples); the stress experiment is simulated
+        where it applies (:meth:`_stress_applies`).
         """
-        est, val = self.data.estimation, self.data.validation
+        est, val, head = self.data.estimation, self.data.validation, self.held_out
         names = est.output_names
         std, n = np.asarray(single.path.outer.y_std), single.measured_n()
-        pieces = [(first, stop) for first, stop in est.experiments if stop - first > n]
+        pieces = [] if head is None else head.experiments
+        pieces = [(first, stop) for first, stop in pieces if stop - first > n]
+        where = "the estimation record's held-out start"
         checks = [
-            ("the estimation record", est.y[first + n : stop] + e * std, first + n)
+            (where, head.y[first + n : stop] + e * std, first + n)
             for (first, stop), e in zip(pieces, horizons, strict=True)
         ]
         m = min(n, val.n_samples - 1)

@@ -8,7 +8,8 @@ standardise with its signal path (``path.outer``). The choice
 * :meth:`~RecordErrors.test_like_error`: a record simulated from its first
   ``n`` measured outputs and scored after them, as a test record is;
 * :meth:`~RecordErrors.horizon_error`: the same for each experiment of the
-  estimation record, a horizon far longer than the training windows;
+  estimation record's held-out head (:mod:`~keras_mgu.sysid.choice.held_out`),
+  a horizon far longer than the training windows that no run fitted;
 * :meth:`~RecordErrors.choice_error`: the two weighed equally;
 
 with ``n`` the measured samples that start them (:meth:`~RecordErrors.measured_n`).
@@ -52,41 +53,45 @@ class RecordErrors:
         y_sim = self.simulate(val.u, val.y[:n])
         return outer.transform_y(y_sim[n:]) - outer.transform_y(val.y[n:])
 
-    def horizon_error(self, data: Any) -> np.ndarray:
-        """The free-run error of each estimation experiment ``(N_scored, n_outputs)``, standardised.
+    def horizon_error(self, record: Record | None) -> np.ndarray:
+        """Each experiment of ``record`` run free, its error ``(N_scored, n_outputs)`` standardised.
 
-        Each experiment of ``data.estimation`` is simulated from its first
-        ``n`` measured samples (``n``: ``resolve_n_initial()``, at least the
-        run's ``n_initial``), as a test record is, and scored after them: a
+        ``record`` is the estimation record's held-out head
+        (:mod:`~keras_mgu.sysid.choice.held_out`), or any record the
+        identification did not fit (``None``: no samples). Each experiment is
+        simulated from its first ``n`` measured samples (``n``:
+        :meth:`measured_n`), as a test record is, and scored after them: a
         horizon far longer than the windows a lag class or an encoder model
         trains on, so that a drift or a slow instability shows.
         """
-        errors = self.horizon_errors(data)
+        errors = self.horizon_errors(record)
         if not errors:
             return np.zeros((0, len(self.path.outer.y_mean)))
         return np.concatenate(errors)
 
-    def horizon_errors(self, data: Any) -> list[np.ndarray]:
-        """:meth:`horizon_error` of each estimation experiment, one array each."""
-        est, n = data.estimation, self.measured_n()
+    def horizon_errors(self, record: Record | None) -> list[np.ndarray]:
+        """:meth:`horizon_error` of each experiment of ``record``, one array each."""
+        if record is None:
+            return []
+        n = self.measured_n()
         return [
-            self.test_like_error(est.slice(first, stop))
-            for first, stop in est.experiments
+            self.test_like_error(record.slice(first, stop))
+            for first, stop in record.experiments
             if stop - first > n
         ]
 
-    def choice_error(self, data: Any) -> np.ndarray:
+    def choice_error(self, data: Any, held_out: Record | None = None) -> np.ndarray:
         """The error :func:`~keras_mgu.sysid.identify` chooses by, flattened.
 
         The validation record simulated from its first measured samples
-        (:meth:`test_like_error`) and the horizon error (:meth:`horizon_error`),
+        (:meth:`test_like_error`) and the held-out head's (:meth:`horizon_error`),
         each scaled so that the squared RMSE of the result is the mean of
-        their two mean squares: the validation record
-        alone can rank runs unlike a test record (a run that validates well
-        over a short record and drifts over a long one), the estimation
-        record alone rewards fitting it.
+        their two mean squares: the validation record alone can rank runs
+        unlike a test record (a run that validates well over a short record
+        and drifts over a long one). Neither was fitted: a record a run
+        trained on would reward fitting it.
         """
-        return equal_weights(self.test_like_error(data.validation), self.horizon_error(data))
+        return equal_weights(self.test_like_error(data.validation), self.horizon_error(held_out))
 
     def test_like_error(self, record: Any) -> np.ndarray:
         """``record`` simulated from its first ``n`` measured samples, as a test is scored.

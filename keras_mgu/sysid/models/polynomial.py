@@ -13,13 +13,15 @@ The fit (:func:`fit_polynomial`): for each output-lag count ``na`` of
 :data:`LAGS` (``nb = na + 1``: the inputs ``u_t .. u_{t-na}``) and each degree
 of :data:`DEGREES`, FROLS orders the candidates on the standardised estimation
 record (every experiment's rows together), ``k = 1 .. MAX_TERMS``. Every one
-of these models runs free, in NumPy, through the validation record and each
-estimation experiment (at most :data:`HORIZON_SAMPLES` samples of it), each
-from its first ``L`` measured samples, and is scored as the recipe scores its
-classes, the two mean squares equally weighted
+of these models runs free, in NumPy, through the validation record and the
+estimation record's held-out head (at most :data:`HORIZON_SAMPLES` samples of
+it; :mod:`~keras_mgu.sysid.choice.held_out`), each from its first ``L``
+measured samples, and is scored as the recipe scores its classes, the two
+mean squares equally weighted
 (:meth:`~keras_mgu.sysid.Identification.choice_error`): the lowest score keeps
-its ``na``, degree and ``k``. A model whose free run leaves ``[min - s/2, max
-+ s/2]`` of the estimation outputs (``s`` their span) on either record is not
+its ``na``, degree and ``k``, chosen on samples FROLS did not fit. A model
+whose free run leaves ``[min - s/2, max + s/2]`` of the estimation outputs
+(``s`` their span) on either record is not
 kept (it runs off), and every free run is clamped to ``[min - s, max + s]``
 (so it stays finite; the guard is saved with the model). The fit costs
 seconds and depends on the data alone;
@@ -245,12 +247,16 @@ def fit_polynomial(
     lags: tuple[int, ...] = LAGS,
     degrees: tuple[int, ...] = DEGREES,
     max_terms: int = MAX_TERMS,
+    held_out: Record | None = None,
 ) -> tuple[PolynomialNarx, list[dict]]:
     """The polynomial NARX model the free run chooses (module docstring), and the table.
 
     Args:
-        estimation, validation: Standardised records.
+        estimation, validation: Standardised records: FROLS fits the first.
         lags, degrees, max_terms: The structures tried.
+        held_out: The estimation record's held-out head, standardised; the
+            free runs score it beside the validation record (``None``: the
+            validation record alone).
 
     Returns:
         The model and one row per ``(na, degree)``: ``na``, ``nb``,
@@ -262,9 +268,11 @@ def fit_polynomial(
     for na in lags:
         for degree in degrees:
             model, sets = _family(estimation, na, degree, max_terms, limits)
-            est, n_est = free_run_errors(model, sets, estimation, keep, HORIZON_SAMPLES)
             val, n_val = free_run_errors(model, sets, validation, keep, None)
-            parts = [s / n for s, n in ((est, n_est), (val, n_val)) if n]
+            parts = [val / n_val] if n_val else []
+            if held_out is not None:
+                head, n_head = free_run_errors(model, sets, held_out, keep, HORIZON_SAMPLES)
+                parts += [head / n_head] if n_head else []
             scores = np.sqrt(np.mean(parts, axis=0))
             k = int(np.argmin(scores))
             table.append({"na": na, "nb": na + 1, "degree": degree, "terms": k + 1,

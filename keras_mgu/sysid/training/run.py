@@ -111,9 +111,11 @@ class RunResult:
     ``stopper`` (the early stopping, with the training history) is None in a
     run loaded from a model file (:func:`~keras_mgu.sysid.load`).
     ``horizon_rmse`` is the RMSE of the free run through the estimation
-    record from its first measured samples, and ``choice_error`` the error
-    :func:`identify` chooses runs by (validation and that horizon, equally
-    weighted; :meth:`~keras_mgu.sysid.Identification.choice_error`), whose
+    record's held-out start from its first measured samples (NaN where none
+    was held out; :mod:`~keras_mgu.sysid.choice.held_out`), and
+    ``choice_error`` the error :func:`identify` chooses runs by (validation
+    and that held-out start, equally weighted;
+    :meth:`~keras_mgu.sysid.Identification.choice_error`), whose
     RMSE is :attr:`choice_rmse`. ``noise`` is the autoregression of its
     simulation residual that its k-step prediction adds
     (:mod:`~keras_mgu.sysid.judging.noise_model`; None: no correction), and

@@ -1,0 +1,90 @@
+"""The held-out head: its bookkeeping, and no sample the choice scores fitted by a run."""
+
+import numpy as np
+import pytest
+
+from keras_mgu import datasets, sysid
+from keras_mgu.datasets import Record, SysIdData, join_experiments
+from keras_mgu.sysid.choice.held_out import MIN_FITTED, MIN_HELD_OUT, hold_out_head
+
+
+def _data(rng, lengths=(1000,), n_val=300):
+    parts = [Record(rng.normal(size=(n, 1)), rng.normal(size=(n, 1))) for n in lengths]
+    val = Record(rng.normal(size=(n_val, 1)), rng.normal(size=(n_val, 1)))
+    return SysIdData(join_experiments(parts), val, val)
+
+
+def test_the_head_is_the_first_share_of_the_first_experiment(rng):
+    data = _data(rng, (1000, 700))
+    fitted, head = hold_out_head(data, 0.2)
+    est = data.estimation
+    np.testing.assert_array_equal(head.u, est.u[:200])
+    np.testing.assert_array_equal(head.y, est.y[:200])
+    np.testing.assert_array_equal(fitted.estimation.y, est.y[200:])
+    assert fitted.estimation.boundaries == (800,)  # the second experiment stays one
+    assert fitted.validation is data.validation and fitted.test is data.test
+    # Every estimation sample is in exactly one of the two.
+    assert head.n_samples + fitted.estimation.n_samples == est.n_samples
+
+
+def test_no_head_where_it_or_the_rest_would_be_too_short(rng):
+    assert hold_out_head(_data(rng), 0.0)[1] is None
+    short = _data(rng, (MIN_HELD_OUT * 4,))  # 0.2 of it: fewer than MIN_HELD_OUT samples
+    fitted, head = hold_out_head(short, 0.2)
+    assert head is None and fitted is short
+    n = MIN_FITTED + MIN_HELD_OUT - 1  # half of it held out would leave too few to fit
+    assert hold_out_head(_data(rng, (n,)), 0.5)[1] is None
+    assert hold_out_head(_data(rng, (2 * MIN_FITTED,)), 0.5)[1].n_samples == MIN_FITTED
+
+
+@pytest.mark.parametrize("fraction", [-0.1, 0.6, "0.2", True, None])
+def test_a_bad_share_is_refused_with_what_is_expected(fraction):
+    with pytest.raises(ValueError, match=r"`held_out` must be .*\[0, 0.5\]"):
+        sysid.RecipeConfig(held_out=fraction)
+
+
+def test_no_run_fits_the_samples_the_choice_scores(monkeypatch):
+    """Every fitting step gets the estimation record without its head; every run's choice
+    error is its validation and head errors, recomputed here from the head itself."""
+    plant = datasets.zoo_plant("duffing", n_samples=700, seed=1)
+    fitted, head = hold_out_head(plant.data, 0.25)
+    n_fit = fitted.estimation.n_samples
+    seen = []
+    from keras_mgu.sysid.choice import candidates, restarts
+
+    def spy(module, name):
+        original = getattr(module, name)
+
+        def wrapped(*args, **kwargs):
+            records = [a for a in (*args, *kwargs.values()) if isinstance(a, (Record, SysIdData))]
+            seen.append((name, records))
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, wrapped)
+
+    spy(candidates, "lag_structures")
+    spy(candidates, "structures")
+    spy(restarts, "train_lag_run")
+    spy(restarts, "fit_polynomial")
+    spy(restarts, "train_simulator")
+    config = sysid.RecipeConfig(
+        model_classes=("linear", "polynomial", "network"), units=(4,), iterations=20,
+        validation_checks=2, held_out=0.25,
+    )  # fmt: skip
+    found = sysid.identify(plant.data, config, restarts=1, seed=0)
+    assert {name for name, _ in seen} >= {
+        "lag_structures", "structures", "train_lag_run", "fit_polynomial", "train_simulator"
+    }  # fmt: skip
+    for name, records in seen:
+        estimation = records[0].estimation if isinstance(records[0], SysIdData) else records[0]
+        assert estimation.n_samples == n_fit, name  # never the head's samples
+    for k, run in enumerate(found.runs):
+        alone = found.run_alone(k)
+        n = alone.measured_n()
+        val = alone.test_like_error(plant.data.validation)
+        y_sim = alone.simulate(head.u, head.y[:n])
+        outer = run.path.outer
+        on_head = outer.transform_y(y_sim[n:]) - outer.transform_y(head.y[n:])
+        expected = np.sqrt((np.mean(val**2) + np.mean(on_head**2)) / 2)
+        np.testing.assert_allclose(run.choice_rmse, expected, rtol=1e-5)
+        np.testing.assert_allclose(run.horizon_rmse, np.sqrt(np.mean(on_head**2)), rtol=1e-5)
