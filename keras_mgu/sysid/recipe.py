@@ -19,9 +19,10 @@
    the same error (:mod:`~keras_mgu.sysid.choice.selection`).
 4. The judging it keeps (:mod:`~keras_mgu.sysid.judging.calibration`): the
    horizon up to which a lag class predicts from measured lags, each
-   horizon's mix of its prediction with the ARX reference's, and the band,
-   all calibrated on the validation record (its k-step predictions made
-   once for the mix and the band). The test record is never seen.
+   horizon's mix of its prediction with the ARX reference's, calibrated on
+   the validation record (its k-step predictions made once for the mix and
+   the band), and the band, on the validation record's errors and the
+   held-out start's pooled. The test record is never seen.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def identify(
     winner, capacity_table = trained.winner(runs, seed)
     runs += trained.more_runs(winner, seed)
     found = trained.chosen(runs, winner, linear_table, capacity_table, config)
-    found = calibrate(found, data.validation)
+    found = calibrate(found, data.validation, held_out=head)
     if verbose:
         print(describe_class_table(found.class_table, winner.name), flush=True)
     return found

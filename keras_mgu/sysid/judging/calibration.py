@@ -39,13 +39,17 @@ from keras_mgu.sysid.judging.prediction_mix import (
 __all__ = ["calibrate", "with_band", "with_prediction_mix", "with_window_horizons"]
 
 
-def calibrate(found: Any, record: Record, n_initial: int | None = None) -> Any:
+def calibrate(
+    found: Any, record: Record, n_initial: int | None = None, held_out: Record | None = None
+) -> Any:
     """``found`` with its window horizons, prediction mix and band calibrated on ``record``.
 
     The same as ``with_band(with_prediction_mix(with_window_horizons(found,
     record), record), record)``, each k-step prediction of ``record`` made
     once (module docstring); ``n_initial`` as
-    :meth:`~keras_mgu.sysid.Identification.predict`'s.
+    :meth:`~keras_mgu.sysid.Identification.predict`'s. ``held_out``, the
+    estimation record's held-out start (:mod:`~keras_mgu.sysid.choice.held_out`),
+    adds its errors to the band's: more samples that no run fitted.
     """
     found = with_window_horizons(found, record, n_initial)
     n = found.resolve_n_initial(n_initial)
@@ -60,7 +64,8 @@ def calibrate(found: Any, record: Record, n_initial: int | None = None) -> Any:
         predictions = mix.mixed(model, reference, last_sample_predictions(record.y, fits, n))
     mixed = dataclasses.replace(found, prediction_mix=mix, band=None)
     given = _only(predictions, BAND_HORIZONS) if fits else None  # none to share: the band's own
-    band = calibrate_band(mixed, record.u, record.y, n, given)
+    more = [] if held_out is None else [(held_out.u, held_out.y)]
+    band = calibrate_band(mixed, record.u, record.y, n, given, more)
     return dataclasses.replace(mixed, band=band)
 
 

@@ -81,6 +81,28 @@ def test_a_record_too_short_for_a_horizon_gives_it_no_finite_width(rng):
     assert np.isfinite(band.half_width(0.9, 10)[0])
 
 
+def test_errors_of_several_records_are_pooled(rng):
+    """The free run errs by |y| (the stub simulates zero): the band's errors are the measured
+    outputs after the first n of both records, as many as the two hold together."""
+    first, second = rng.normal(size=(300, 1)), 5.0 * rng.normal(size=(120, 1))
+    band = calibrate_band(
+        Stub(), np.zeros((300, 1)), first, n=10, more=[(np.zeros((120, 1)), second)]
+    )
+    free = list(band.horizons).index(FREE_RUN)
+    pooled = np.abs(np.concatenate([first[10:], second[10:]]))
+    assert band.counts[free] == len(pooled) == 400
+    expected = np.quantile(pooled, QUANTILE_GRID, axis=0, method="inverted_cdf")
+    np.testing.assert_allclose(band.quantiles[free], expected)
+    alone = calibrate_band(Stub(), np.zeros((300, 1)), first, n=10)
+    assert band.half_width(0.95)[0] > alone.half_width(0.95)[0]  # the wider errors count
+    # A horizon only the first record is long enough for takes its errors alone.
+    short = calibrate_band(
+        Stub(), np.zeros((300, 1)), first, n=10, more=[(np.zeros((40, 1)), second[:40])]
+    )
+    assert short.counts[list(short.horizons).index(50)] == 290
+    assert short.counts[list(short.horizons).index(20)] == 290 + 30
+
+
 @pytest.mark.parametrize("level", [0, 1, 1.5, -0.1, "0.9", True, None])
 def test_a_level_outside_zero_one_is_refused(level):
     with pytest.raises(ValueError, match=r"level in \(0, 1\)"):
