@@ -183,6 +183,10 @@ class RecipeConfig:
             aside before anything is fitted, to score the choice beside the
             validation record (:mod:`~keras_mgu.sysid.choice.held_out`); in
             ``[0, 0.5]``, ``0``: the validation record alone scores it.
+        refit: Once the choice is made, train the runs it keeps again on the
+            whole estimation record, the held-out start included
+            (:mod:`~keras_mgu.sysid.choice.refit`); ``False``: keep the runs
+            the choice scored.
     """
 
     cell: str = "mgu"
@@ -214,10 +218,13 @@ class RecipeConfig:
     model_classes: tuple[str, ...] | None = None
     input_delay: int | tuple[int, ...] | None = None
     held_out: float = 0.2
+    refit: bool = True
 
     def __post_init__(self) -> None:
         check_rule(self.selection)
         object.__setattr__(self, "held_out", check_held_out(self.held_out))
+        if not isinstance(self.refit, bool):
+            raise ValueError(f"`refit` must be True or False; received {self.refit!r}.")
         # A tuple from here on (one integer: every input's, widened per record).
         object.__setattr__(self, "input_delay", check_input_delay(self.input_delay))
         if self.model_classes is not None:

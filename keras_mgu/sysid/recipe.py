@@ -16,13 +16,16 @@
    (``config.time_budget`` caps the wall time instead).
 3. The choice: the best run of the winning class, or with
    ``config.selection="ensemble"`` an average of its runs chosen greedily on
-   the same error (:mod:`~keras_mgu.sysid.choice.selection`).
+   the same error (:mod:`~keras_mgu.sysid.choice.selection`); then the runs
+   it keeps are trained again on the whole estimation record, the held-out
+   start included (:mod:`~keras_mgu.sysid.choice.refit`, ``config.refit``).
 4. The judging it keeps (:mod:`~keras_mgu.sysid.judging.calibration`): the
    horizon up to which a lag class predicts from measured lags, each
    horizon's mix of its prediction with the ARX reference's, calibrated on
    the validation record (its k-step predictions made once for the mix and
-   the band), and the band, on the validation record's errors and the
-   held-out start's pooled. The test record is never seen.
+   the band), and the band, its free run's also on the held-out start (the
+   errors of the runs the choice scored, which did not fit it). The test
+   record is never seen.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import keras
 from keras_mgu.datasets import Record, SysIdData
 from keras_mgu.sysid.choice.candidates import model_classes
 from keras_mgu.sysid.choice.held_out import hold_out_head
+from keras_mgu.sysid.choice.refit import refit_kept
 from keras_mgu.sysid.choice.report import describe_class_table, print_settings
 from keras_mgu.sysid.choice.restarts import Restarts
 from keras_mgu.sysid.config import RecipeConfig
@@ -79,8 +83,16 @@ def identify(
     runs = trained.first_runs(seed)
     winner, capacity_table = trained.winner(runs, seed)
     runs += trained.more_runs(winner, seed)
-    found = trained.chosen(runs, winner, linear_table, capacity_table, config)
-    found = calibrate(found, data.validation, held_out=head)
+    chosen = trained.chosen(runs, winner, linear_table, capacity_table, config)
+    found = chosen
+    if head is not None and config.refit:
+        if verbose:
+            print(f"refit: the kept runs trained again on all {data.estimation.n_samples} "
+                  "estimation samples", flush=True)  # fmt: skip
+        found = refit_kept(
+            chosen, data, config, winner, trained.polynomial_fit, population, verbose, callbacks
+        )
+    found = calibrate(found, data.validation, held_out=head, held_out_model=chosen)
     if verbose:
         print(describe_class_table(found.class_table, winner.name), flush=True)
     return found

@@ -36,7 +36,7 @@ __all__ = [
 def run_line(run: RunResult, name: str, kind: str, done: int) -> str:
     """The progress line of a trained run (``kind`` ``"run"``, the ``done``-th) or screening."""
     units = (run.config.units or (0,))[0]
-    label = f"run {done}" if kind == "run" else f"screening {units} units"
+    label = {"run": f"run {done}", "refit": "refit"}.get(kind, f"screening {units} units")
     held = (
         "no held-out start" if np.isnan(run.horizon_rmse)
         else f"held-out start {run.horizon_rmse:.4f}"

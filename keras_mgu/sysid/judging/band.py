@@ -2,8 +2,8 @@
 
 :class:`Band` holds, per prediction horizon and output, the distribution of
 the absolute error of the identified model on calibration records it did not
-fit (the validation record and the estimation record's held-out start, their
-errors pooled): for ``k`` in
+fit (the validation record; for the free run also the estimation record's
+held-out start, the errors pooled): for ``k`` in
 :data:`BAND_HORIZONS` the errors of the ``k``-step prediction, and for the
 free run those of the simulation from the record's first ``n`` measured
 outputs, samples ``n`` onward. The band at level ``L`` around a trajectory
@@ -33,7 +33,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["BAND_HORIZONS", "Band", "Trajectory", "calibrate_band", "check_level", "coverage"]
+__all__ = [
+    "BAND_HORIZONS",
+    "Band",
+    "Trajectory",
+    "calibrate_band",
+    "check_level",
+    "coverage",
+    "held_out_free_run_errors",
+]
 
 #: The prediction horizons calibrated; longer ones take the free run's errors.
 BAND_HORIZONS = (1, 2, 5, 10, 20, 50, 100)
@@ -111,54 +119,53 @@ def calibrate_band(
     y: np.ndarray,
     n: int,
     predictions: Mapping[int, np.ndarray] | None = None,
-    more: Sequence[tuple[np.ndarray, np.ndarray]] = (),
+    free_run_errors: Sequence[np.ndarray] = (),
 ) -> Band:
-    """The :class:`Band` of ``found`` (an Identification) on calibration records it did not fit.
+    """The :class:`Band` of ``found`` (an Identification) on a calibration record ``u``, ``y``.
 
-    ``u``, ``y``: the first calibration record (the validation record);
-    ``more``: further ``(u, y)`` records whose errors are pooled with its
-    (the estimation record's held-out start,
-    :mod:`~keras_mgu.sysid.choice.held_out`). ``n`` measured outputs set the
-    state of the free run and of each prediction
-    (:meth:`~keras_mgu.sysid.Identification.predict`); horizons that leave no
-    sample after ``n`` on any record are calibrated with no errors (infinite
+    ``n`` measured outputs set the state of the free run and of each
+    prediction (:meth:`~keras_mgu.sysid.Identification.predict`); horizons
+    that leave no sample after ``n`` are calibrated with no errors (infinite
     width). ``predictions``: ``found``'s k-step predictions of ``y`` from
     ``n`` (by ``k``, ``(N, n_outputs)`` each) where they are made already,
     one for every horizon of :data:`BAND_HORIZONS` that leaves a sample;
-    None: made here.
+    None: made here. ``free_run_errors``: absolute free-run errors ``(m_i,
+    n_outputs)`` of other records no run fitted (the estimation record's
+    held-out start, :func:`held_out_free_run_errors`), pooled with the
+    record's own in the free run's row.
     """
+    n = max(1, min(int(n), len(y) - 1))
     horizons = [*BAND_HORIZONS, FREE_RUN]
-    pieces = [_errors(found, u, y, n, predictions)]
-    pieces += [_errors(found, u_more, y_more, n) for u_more, y_more in more]
+    fits = [k for k in BAND_HORIZONS if k < len(y) - n]
+    if predictions is None:
+        predictions = found.predictions(u, y, fits, n_initial=n) if fits else {}
     rows, counts = [], []
     for k in horizons:
-        errors = [piece[k] for piece in pieces if k in piece]
-        if not errors:
-            rows.append(np.zeros((len(QUANTILE_GRID), np.asarray(y).shape[1])))
+        if k == FREE_RUN:
+            y_hat = found.simulate(u, y[:n])
+        elif k in predictions:
+            y_hat = predictions[k]
+        else:
+            rows.append(np.zeros((len(QUANTILE_GRID), y.shape[1])))
             counts.append(0)
             continue
-        errors = np.concatenate(errors)
+        errors = np.abs(y[n:] - y_hat[n:])
+        if k == FREE_RUN and len(free_run_errors):
+            errors = np.concatenate([errors, *free_run_errors])
+        errors = np.where(np.isfinite(errors), errors, np.inf)
         rows.append(np.quantile(errors, QUANTILE_GRID, axis=0, method="inverted_cdf"))
         counts.append(len(errors))
     return Band(np.array(horizons), np.stack(rows), np.array(counts))
 
 
-def _errors(
-    found: Any, u: np.ndarray, y: np.ndarray, n: int, predictions: Mapping | None = None
-) -> dict[int, np.ndarray]:
-    """Each horizon's absolute errors ``(N - n, n_outputs)`` on one record, by horizon
-    (:data:`FREE_RUN` for the free run); a horizon that leaves no sample is absent."""
-    n = max(1, min(int(n), len(y) - 1))
-    fits = [k for k in BAND_HORIZONS if k < len(y) - n]
-    if predictions is None:
-        predictions = found.predictions(u, y, fits, n_initial=n) if fits else {}
-    errors = {}
-    for k in [*fits, FREE_RUN]:
-        y_hat = found.simulate(u, y[:n]) if k == FREE_RUN else predictions.get(k)
-        if y_hat is None:
-            continue
-        e = np.abs(y[n:] - y_hat[n:])
-        errors[k] = np.where(np.isfinite(e), e, np.inf)
+def held_out_free_run_errors(found: Any, record: Any, n: int) -> list[np.ndarray]:
+    """``found``'s absolute free-run errors on each experiment of ``record`` from its first ``n``
+    measured samples, scored after them (none for an experiment of ``n`` samples or fewer)."""
+    errors = []
+    for first, stop in record.experiments:
+        if stop - first > n:
+            u, y = record.u[first:stop], record.y[first:stop]
+            errors.append(np.abs(y[n:] - found.simulate(u, y[:n])[n:]))
     return errors
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from keras_mgu.datasets import Record
 from keras_mgu.sysid.config import NETWORK_CLASSES
-from keras_mgu.sysid.judging.band import BAND_HORIZONS, calibrate_band
+from keras_mgu.sysid.judging.band import BAND_HORIZONS, calibrate_band, held_out_free_run_errors
 from keras_mgu.sysid.judging.prediction import RunSimulator
 from keras_mgu.sysid.judging.prediction_mix import (
     MIX_HORIZONS,
@@ -40,7 +40,11 @@ __all__ = ["calibrate", "with_band", "with_prediction_mix", "with_window_horizon
 
 
 def calibrate(
-    found: Any, record: Record, n_initial: int | None = None, held_out: Record | None = None
+    found: Any,
+    record: Record,
+    n_initial: int | None = None,
+    held_out: Record | None = None,
+    held_out_model: Any = None,
 ) -> Any:
     """``found`` with its window horizons, prediction mix and band calibrated on ``record``.
 
@@ -49,7 +53,8 @@ def calibrate(
     once (module docstring); ``n_initial`` as
     :meth:`~keras_mgu.sysid.Identification.predict`'s. ``held_out``, the
     estimation record's held-out start (:mod:`~keras_mgu.sysid.choice.held_out`),
-    adds its errors to the band's: more samples that no run fitted.
+    adds the free-run errors of ``held_out_model`` on it (an identification
+    that did not fit it; default ``found``) to the band's free run.
     """
     found = with_window_horizons(found, record, n_initial)
     n = found.resolve_n_initial(n_initial)
@@ -64,7 +69,10 @@ def calibrate(
         predictions = mix.mixed(model, reference, last_sample_predictions(record.y, fits, n))
     mixed = dataclasses.replace(found, prediction_mix=mix, band=None)
     given = _only(predictions, BAND_HORIZONS) if fits else None  # none to share: the band's own
-    more = [] if held_out is None else [(held_out.u, held_out.y)]
+    more = []
+    if held_out is not None:
+        model = found if held_out_model is None else held_out_model
+        more = held_out_free_run_errors(model, held_out, model.measured_n())
     band = calibrate_band(mixed, record.u, record.y, n, given, more)
     return dataclasses.replace(mixed, band=band)
 

@@ -67,6 +67,7 @@ __all__ = [
     "frols",
     "lag_regressors",
     "output_box",
+    "refit_polynomial",
     "regressor_names",
     "term_name",
     "term_values",
@@ -280,6 +281,17 @@ def fit_polynomial(
             if scores[k] < best_score or best is None:
                 best, best_score = _nested(model, sets, k), scores[k]
     return best, table
+
+
+def refit_polynomial(estimation: Record, like: PolynomialNarx) -> PolynomialNarx:
+    """A model of ``like``'s lags, degree and terms per output, FROLS again on ``estimation``.
+
+    The structure chosen on held-out samples, fitted on more of them
+    (:mod:`~keras_mgu.sysid.choice.refit`); the guard from ``estimation``'s outputs.
+    """
+    k = int(np.max(np.count_nonzero(like.coefficients, axis=0)))
+    model, sets = _family(estimation, like.na, like.degree, k, output_box(estimation.y, 1.0))
+    return _nested(model, sets, len(sets) - 1)
 
 
 def _nested(model: PolynomialNarx, sets: np.ndarray, k: int) -> PolynomialNarx:
