@@ -1,5 +1,7 @@
 """The held-out head: its bookkeeping, and no sample the choice scores fitted by a run."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -69,7 +71,7 @@ def test_no_run_fits_the_samples_the_choice_scores(monkeypatch):
     spy(restarts, "train_simulator")
     config = sysid.RecipeConfig(
         model_classes=("linear", "polynomial", "network"), units=(4,), iterations=20,
-        validation_checks=2, held_out=0.25,
+        validation_checks=2, held_out=0.25, refit=False,
     )  # fmt: skip
     found = sysid.identify(plant.data, config, restarts=1, seed=0)
     assert {name for name, _ in seen} >= {
@@ -88,3 +90,40 @@ def test_no_run_fits_the_samples_the_choice_scores(monkeypatch):
         expected = np.sqrt((np.mean(val**2) + np.mean(on_head**2)) / 2)
         np.testing.assert_allclose(run.choice_rmse, expected, rtol=1e-5)
         np.testing.assert_allclose(run.horizon_rmse, np.sqrt(np.mean(on_head**2)), rtol=1e-5)
+
+
+def test_the_kept_runs_are_trained_again_on_the_whole_estimation_record(monkeypatch):
+    """After the choice (runs fitted without the head), the runs it keeps train again on
+    every estimation sample; they keep the choice errors the choice read."""
+    from keras_mgu.sysid.choice import restarts
+
+    plant = datasets.zoo_plant("duffing", n_samples=700, seed=1)
+    n_fit = hold_out_head(plant.data, 0.25)[0].estimation.n_samples
+    lengths = []
+    for name in ("train_lag_run", "train_polynomial_run"):
+        original = getattr(restarts, name)
+
+        def wrapped(*args, _original=original, **kwargs):
+            est = next(a for a in args if isinstance(a, Record))
+            lengths.append(est.n_samples)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(restarts, name, wrapped)
+    config = sysid.RecipeConfig(
+        model_classes=("linear", "polynomial"), iterations=20, validation_checks=2, held_out=0.25
+    )
+    chosen = sysid.identify(plant.data, dataclasses.replace(config, refit=False), seed=0)
+    n_runs = len(lengths)
+    found = sysid.identify(plant.data, config, seed=0)
+    kept = sorted(set(found.members) or {found.best})
+    assert lengths[:n_runs] == lengths[n_runs : 2 * n_runs] == [n_fit] * n_runs
+    assert lengths[2 * n_runs :] == [plant.data.estimation.n_samples] * len(kept)
+    test = plant.data.test
+    for k, run in enumerate(found.runs):
+        np.testing.assert_array_equal(run.choice_error, chosen.runs[k].choice_error)
+        assert (run.seed, run.structure) == (chosen.runs[k].seed, chosen.runs[k].structure)
+    for k in kept:  # a model of its own: more samples fitted
+        refitted = found.run_alone(k).simulate(test.u, test.y[:20])
+        assert not np.allclose(refitted, chosen.run_alone(k).simulate(test.u, test.y[:20]))
+    est = plant.data.estimation
+    np.testing.assert_array_equal(found.ranges.y_upper, est.y.max(axis=0))
