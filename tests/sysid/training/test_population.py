@@ -41,7 +41,7 @@ def test_population_equals_runs_one_by_one(records, config):
     """Also Keras's GRU and LSTM (``--compare``): their runs train side by side as branches."""
     _, est, val = records
     config = config.resolved(est.n_samples)
-    seeds = [0, 7, 3]
+    seeds = [7, 0]  # two branches, not in seed order
     alone = [train_simulator(est, val, config, s) for s in seeds]
     together = train_population([PlannedRun(est, val, config, s) for s in seeds])
     for a, b in zip(alone, together, strict=True):
