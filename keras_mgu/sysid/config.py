@@ -185,8 +185,10 @@ class RecipeConfig:
             ``[0, 0.5]``, ``0``: the validation record alone scores it.
         refit: Once the choice is made, train the runs it keeps again on the
             whole estimation record, the held-out start included
-            (:mod:`~keras_mgu.sysid.choice.refit`); ``False``: keep the runs
-            the choice scored.
+            (:mod:`~keras_mgu.sysid.choice.refit`). ``False`` (default): keep
+            the runs the choice scored, which measured better on the records
+            tried (``benchmarks/RESULTS.md``, "The choice on samples no run
+            fitted").
     """
 
     cell: str = "mgu"
@@ -218,7 +220,7 @@ class RecipeConfig:
     model_classes: tuple[str, ...] | None = None
     input_delay: int | tuple[int, ...] | None = None
     held_out: float = 0.2
-    refit: bool = True
+    refit: bool = False
 
     def __post_init__(self) -> None:
         check_rule(self.selection)

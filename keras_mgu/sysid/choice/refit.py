@@ -11,16 +11,16 @@ included), so that the model kept has seen every estimation sample::
     refit:   the members again, fitted on the whole record                ->  the model kept
 
 Each keeps the signal path it was chosen with (the standardisation, linear
-model and input delay of the rest of the record: FROLS's terms, for one, are
-chosen in those signals, and a polynomial refitted in another
-standardisation can simulate several times worse). A polynomial keeps the lags, degree and number of terms chosen on
-the held-out samples, its terms and coefficients fitted again by FROLS
-(:func:`~keras_mgu.sysid.models.polynomial.refit_polynomial`); a network
-class takes the window and batch the recipe derives from the whole record. Each refitted
-run keeps the held-out run's choice error (its figures in the report are
-those the choice read); its validation error is its own. Where a refitted
-run runs off (:mod:`~keras_mgu.sysid.choice.runoff`), the held-out run is
-kept in its place.
+model and input delay of the rest of the record: a polynomial's terms, for
+one, were chosen in those signals). A polynomial keeps its terms, their
+coefficients fitted again by least squares
+(:func:`~keras_mgu.sysid.models.polynomial.refit_polynomial`), then refined
+as its run was; a lag class keeps its settings; a network class takes the
+window and batch the recipe derives from the whole record. Each refitted run
+keeps the held-out run's choice error (its figures in the report are those
+the choice read); its validation error is its own. Where a refitted run runs
+off (:mod:`~keras_mgu.sysid.choice.runoff`), the held-out run is kept in its
+place.
 """
 
 from __future__ import annotations

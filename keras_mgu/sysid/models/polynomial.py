@@ -284,14 +284,21 @@ def fit_polynomial(
 
 
 def refit_polynomial(estimation: Record, like: PolynomialNarx) -> PolynomialNarx:
-    """A model of ``like``'s lags, degree and terms per output, FROLS again on ``estimation``.
+    """``like``'s terms with their coefficients fitted again by least squares on ``estimation``.
 
-    The structure chosen on held-out samples, fitted on more of them
-    (:mod:`~keras_mgu.sysid.choice.refit`); the guard from ``estimation``'s outputs.
+    The structure chosen on held-out samples (lags, degree, each output's
+    terms) fitted on more samples (:mod:`~keras_mgu.sysid.choice.refit`);
+    ``estimation`` is standardised as ``like``'s fit was. The error reduction
+    ratios are ``like``'s.
     """
-    k = int(np.max(np.count_nonzero(like.coefficients, axis=0)))
-    model, sets = _family(estimation, like.na, like.degree, k, output_box(estimation.y, 1.0))
-    return _nested(model, sets, len(sets) - 1)
+    regressors, targets = _rows(estimation, like.na, like.nb)
+    values = term_values(regressors, like.terms)
+    coefficients = np.zeros_like(like.coefficients)
+    for i in range(like.n_outputs):
+        used = np.flatnonzero(like.coefficients[:, i] != 0)
+        solution = np.linalg.lstsq(values[:, used], targets[:, i], rcond=None)[0]
+        coefficients[used, i] = solution
+    return dataclasses.replace(like, coefficients=coefficients)
 
 
 def _nested(model: PolynomialNarx, sets: np.ndarray, k: int) -> PolynomialNarx:

@@ -110,8 +110,9 @@ def test_the_kept_runs_are_trained_again_on_the_whole_estimation_record(monkeypa
 
         monkeypatch.setattr(restarts, name, wrapped)
     config = sysid.RecipeConfig(
-        model_classes=("linear", "polynomial"), iterations=20, validation_checks=2, held_out=0.25
-    )
+        model_classes=("linear", "polynomial"), iterations=20, validation_checks=2, held_out=0.25,
+        refit=True,
+    )  # fmt: skip
     chosen = sysid.identify(plant.data, dataclasses.replace(config, refit=False), seed=0)
     n_runs = len(lengths)
     found = sysid.identify(plant.data, config, seed=0)

@@ -15,6 +15,7 @@ from keras_mgu.sysid.models.polynomial import (
     free_run_errors,
     lag_regressors,
     output_box,
+    refit_polynomial,
 )
 from keras_mgu.sysid.models.polynomial_equation import (
     describe_polynomial,
@@ -143,6 +144,33 @@ def test_the_fit_finds_a_known_polynomial_plant(rng):
     assert sum(abs(c) for name, c in found.items() if name not in expected) < 1e-6
     y_sim = model.simulate_batch(val.u, val.y[: model.lag])[0]
     np.testing.assert_allclose(y_sim, val.y, atol=1e-6)
+
+
+@numpy_only
+def test_a_refit_keeps_the_terms_and_is_least_squares_on_the_new_record(rng):
+    record = _plant_record(rng, 1200, noise=0.02)
+    est, val = Record(record.u[:500], record.y[:500]), Record(record.u[900:], record.y[900:])
+    like, _ = fit_polynomial(est, val, lags=(2,), degrees=(3,))
+    more = Record(record.u[:900], record.y[:900])
+    refit = refit_polynomial(more, like)
+    np.testing.assert_array_equal(refit.terms, like.terms)
+    np.testing.assert_array_equal(refit.coefficients != 0, like.coefficients != 0)
+    # The reference: each term's column built from its name, least squares on rows k >= 2.
+    u, y = more.u[:, 0], more.y[:, 0]
+    signals = {"y(k-1)": y[1:-1], "y(k-2)": y[:-2], "u(k-1)": u[1:-1], "u(k-2)": u[:-2],
+               "u(k)": u[2:]}  # fmt: skip
+    names = regressor_names(["u"], ["y"], like.na, like.nb)
+    columns = []
+    for term in like.terms:
+        factors = [f for f in term_name(term, names).split(" ") if f != "1"]
+        column = np.ones(len(y) - 2)
+        for factor in factors:
+            base, _, power = factor.partition("^")
+            column = column * signals[base] ** int(power or 1)
+        columns.append(column)
+    expected = np.linalg.lstsq(np.stack(columns, axis=1), y[2:], rcond=None)[0]
+    np.testing.assert_allclose(refit.coefficients[:, 0], expected, rtol=1e-6, atol=1e-9)
+    assert not np.allclose(refit.coefficients, like.coefficients)
 
 
 def test_a_model_that_runs_off_stays_finite_and_is_not_kept(rng):
