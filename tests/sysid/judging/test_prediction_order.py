@@ -1,17 +1,31 @@
 """Every class's k-step prediction is a prediction: closer a step ahead than ten, ten than the
 simulation, and a step ahead closer than the last measured sample."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from keras_mgu import datasets
 from keras_mgu.sysid import RecipeConfig, identify, rmse
 from keras_mgu.sysid.config import MODEL_CLASSES
+from tests.fixtures.make_recorded_identification import CONFIG
+
+
+@pytest.fixture(scope="module")
+def duffing_first_runs():
+    """``(plant, found)``: the recorded identification's plant and classes (every trained one),
+    one run each of 40 iterations; the recorded one (150 iterations, two restarts) is another
+    worker's fixture under pytest-xdist, and each worker computes its own."""
+    plant = datasets.zoo_plant("duffing", n_samples=600, seed=0)
+    config = dataclasses.replace(CONFIG, iterations=40)
+    return plant, identify(plant.data, config, restarts=1, seed=0)
 
 
 @pytest.mark.parametrize("name", MODEL_CLASSES)
-def test_prediction_errs_less_the_nearer_its_measured_samples(short_duffing, name):
+def test_prediction_errs_less_the_nearer_its_measured_samples(duffing_first_runs, name):
     """The first run of each class on a Duffing oscillator, the defaults but short training."""
-    plant, result = short_duffing
+    plant, result = duffing_first_runs
     data = plant.data
     if name == "polynomial":  # fitted by least squares: the shared identification omits it
         result = identify(data, RecipeConfig(model_classes="polynomial"), restarts=1)
