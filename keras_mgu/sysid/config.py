@@ -181,8 +181,10 @@ class RecipeConfig:
             class then sees ``u_i(k - nk_i)`` in place of ``u_i(k)``.
         held_out: The share of the estimation record's first experiment set
             aside before anything is fitted, to score the choice beside the
-            validation record (:mod:`~keras_mgu.sysid.choice.held_out`); in
-            ``[0, 0.5]``, ``0``: the validation record alone scores it.
+            validation record (:mod:`~keras_mgu.sysid.choice.held_out`), in
+            ``[0, 0.5]``. ``0`` (default): nothing is held out, and the
+            choice's second half is the free run through the estimation
+            record the runs fitted.
         refit: Once the choice is made, train the runs it keeps again on the
             whole estimation record, the held-out start included
             (:mod:`~keras_mgu.sysid.choice.refit`). ``False`` (default): keep
@@ -219,7 +221,7 @@ class RecipeConfig:
     capacity: str = "fixed"
     model_classes: tuple[str, ...] | None = None
     input_delay: int | tuple[int, ...] | None = None
-    held_out: float = 0.2
+    held_out: float = 0.0
     refit: bool = False
 
     def __post_init__(self) -> None:

@@ -4,9 +4,10 @@
 or as populations (:func:`~keras_mgu.sysid.training.population.train_population`),
 within the time budget if the config sets one, and scores each on the
 physical records: its validation error, the free run through the estimation
-record's held-out head from its first measured samples (``horizon``,
-:mod:`~keras_mgu.sysid.choice.held_out`: samples no run fitted), the choice
-error that weighs both equally, and the noise model of its simulation residual
+record from its first measured samples (``horizon``; with
+``RecipeConfig.held_out``, through the record's held-out start, which no run
+fitted: :mod:`~keras_mgu.sysid.choice.held_out`), the choice error that
+weighs both equally, and the noise model of its simulation residual
 (:func:`~keras_mgu.sysid.judging.noise_model.fit_noise_model`). Every class
 gets one run from the first seed; the class whose run scores best gets the
 remaining restarts (after its capacity is screened, with
@@ -101,6 +102,9 @@ class Restarts:
     ) -> None:
         self.data, self.options, self.restarts = data, options, restarts
         self.held_out = held_out
+        #: The record the choice's long free run goes through: the held-out start, else the
+        #: estimation record (which the runs fitted).
+        self.scored_start = data.estimation if held_out is None else held_out
         self.population, self.verbose, self.callbacks = bool(population), verbose, callbacks
         loud = isinstance(verbose, int) and verbose >= 2
         #: ``fit``'s verbosity, and the progress line where Keras's lines are not shown.
@@ -242,7 +246,7 @@ class Restarts:
         est, val = self.records[option.name]
         start = time.perf_counter()
         if self.polynomial_fit is None:
-            head = None if self.held_out is None else option.path.record(self.held_out)
+            head = est if self.held_out is None else option.path.record(self.held_out)
             self.polynomial_fit = fit_polynomial(est, val, held_out=head)[0]
         run = train_polynomial_run(
             est, val, self.polynomial_fit, option.config, seed, self.fit_verbose, self.progress
@@ -277,7 +281,7 @@ class Restarts:
         run = dataclasses.replace(run, structure=option.name, path=option.path)
         single = Identification([run], 0, self.data.n_initial, self.first)
         error = single.validation_error(self.data)
-        horizons = single.horizon_errors(self.held_out)
+        horizons = single.horizon_errors(self.scored_start)
         horizon = np.concatenate(horizons) if horizons else np.zeros((0, error.shape[1]))
         test_like = single.test_like_error(self.data.validation)
         noise = None
@@ -300,17 +304,18 @@ class Restarts:
     def _ran_off(self, single: Identification, horizons: list, test_like: np.ndarray) -> str | None:
         """Where the run's free runs leave :attr:`box` (:mod:`~keras_mgu.sysid.choice.runoff`).
 
-        The held-out head's and the validation record's free runs are those
-        scored (``horizons``, ``test_like``: standardised errors after the
-        first ``n`` measured samples); the stress experiment is simulated
+        The estimation record's (its held-out start's, where one is held
+        out) and the validation record's free runs are those scored
+        (``horizons``, ``test_like``: standardised errors after the first
+        ``n`` measured samples); the stress experiment is simulated
         where it applies (:meth:`_stress_applies`).
         """
-        est, val, head = self.data.estimation, self.data.validation, self.held_out
+        est, val, head = self.data.estimation, self.data.validation, self.scored_start
         names = est.output_names
         std, n = np.asarray(single.path.outer.y_std), single.measured_n()
-        pieces = [] if head is None else head.experiments
-        pieces = [(first, stop) for first, stop in pieces if stop - first > n]
-        where = "the estimation record's held-out start"
+        pieces = [(first, stop) for first, stop in head.experiments if stop - first > n]
+        where = "the estimation record"
+        where += "" if self.held_out is None else "'s held-out start"
         checks = [
             (where, head.y[first + n : stop] + e * std, first + n)
             for (first, stop), e in zip(pieces, horizons, strict=True)

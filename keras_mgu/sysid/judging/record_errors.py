@@ -8,8 +8,9 @@ standardise with its signal path (``path.outer``). The choice
 * :meth:`~RecordErrors.test_like_error`: a record simulated from its first
   ``n`` measured outputs and scored after them, as a test record is;
 * :meth:`~RecordErrors.horizon_error`: the same for each experiment of the
-  estimation record's held-out head (:mod:`~keras_mgu.sysid.choice.held_out`),
-  a horizon far longer than the training windows that no run fitted;
+  estimation record (or of its held-out head, which no run fitted:
+  :mod:`~keras_mgu.sysid.choice.held_out`), a horizon far longer than the
+  training windows;
 * :meth:`~RecordErrors.choice_error`: the two weighed equally;
 
 with ``n`` the measured samples that start them (:meth:`~RecordErrors.measured_n`).
@@ -56,9 +57,10 @@ class RecordErrors:
     def horizon_error(self, record: Record | None) -> np.ndarray:
         """Each experiment of ``record`` run free, its error ``(N_scored, n_outputs)`` standardised.
 
-        ``record`` is the estimation record's held-out head
-        (:mod:`~keras_mgu.sysid.choice.held_out`), or any record the
-        identification did not fit (``None``: no samples). Each experiment is
+        ``record`` is the estimation record (as :func:`~keras_mgu.sysid.identify`
+        scores it by default), its held-out head
+        (:mod:`~keras_mgu.sysid.choice.held_out`), or any other record
+        (``None``: no samples). Each experiment is
         simulated from its first ``n`` measured samples (``n``:
         :meth:`measured_n`), as a test record is, and scored after them: a
         horizon far longer than the windows a lag class or an encoder model
@@ -84,14 +86,16 @@ class RecordErrors:
         """The error :func:`~keras_mgu.sysid.identify` chooses by, flattened.
 
         The validation record simulated from its first measured samples
-        (:meth:`test_like_error`) and the held-out head's (:meth:`horizon_error`),
-        each scaled so that the squared RMSE of the result is the mean of
-        their two mean squares: the validation record alone can rank runs
-        unlike a test record (a run that validates well over a short record
-        and drifts over a long one). Neither was fitted: a record a run
-        trained on would reward fitting it.
+        (:meth:`test_like_error`) and ``held_out``'s (:meth:`horizon_error`:
+        the estimation record's held-out head; ``None``: the estimation
+        record), each scaled so that the squared RMSE of the result is the
+        mean of their two mean squares: the validation record alone can rank
+        runs unlike a test record (a run that validates well over a short
+        record and drifts over a long one). The estimation record rewards a
+        run for fitting it; a held-out head does not.
         """
-        return equal_weights(self.test_like_error(data.validation), self.horizon_error(held_out))
+        start = data.estimation if held_out is None else held_out
+        return equal_weights(self.test_like_error(data.validation), self.horizon_error(start))
 
     def test_like_error(self, record: Any) -> np.ndarray:
         """``record`` simulated from its first ``n`` measured samples, as a test is scored.

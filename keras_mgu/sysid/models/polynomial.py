@@ -13,13 +13,14 @@ The fit (:func:`fit_polynomial`): for each output-lag count ``na`` of
 :data:`LAGS` (``nb = na + 1``: the inputs ``u_t .. u_{t-na}``) and each degree
 of :data:`DEGREES`, FROLS orders the candidates on the standardised estimation
 record (every experiment's rows together), ``k = 1 .. MAX_TERMS``. Every one
-of these models runs free, in NumPy, through the validation record and the
-estimation record's held-out head (at most :data:`HORIZON_SAMPLES` samples of
-it; :mod:`~keras_mgu.sysid.choice.held_out`), each from its first ``L``
+of these models runs free, in NumPy, through the validation record and each
+estimation experiment (at most :data:`HORIZON_SAMPLES` samples of it; with
+``RecipeConfig.held_out``, the record's held-out head, which FROLS did not
+fit: :mod:`~keras_mgu.sysid.choice.held_out`), each from its first ``L``
 measured samples, and is scored as the recipe scores its classes, the two
 mean squares equally weighted
 (:meth:`~keras_mgu.sysid.Identification.choice_error`): the lowest score keeps
-its ``na``, degree and ``k``, chosen on samples FROLS did not fit. A model
+its ``na``, degree and ``k``. A model
 whose free run leaves ``[min - s/2, max + s/2]`` of the estimation outputs
 (``s`` their span) on either record is not
 kept (it runs off), and every free run is clamped to ``[min - s, max + s]``
@@ -255,9 +256,9 @@ def fit_polynomial(
     Args:
         estimation, validation: Standardised records: FROLS fits the first.
         lags, degrees, max_terms: The structures tried.
-        held_out: The estimation record's held-out head, standardised; the
-            free runs score it beside the validation record (``None``: the
-            validation record alone).
+        held_out: The record the free runs score beside the validation
+            record, standardised: the estimation record's held-out head, or
+            the estimation record itself (``None``: the validation record alone).
 
     Returns:
         The model and one row per ``(na, degree)``: ``na``, ``nb``,

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from keras_mgu.datasets import Record
 from keras_mgu.sysid.judging.band import (
     BAND_HORIZONS,
     FREE_RUN,
@@ -14,6 +15,7 @@ from keras_mgu.sysid.judging.band import (
     calibrate_band,
     check_level,
     coverage,
+    held_out_free_run_errors,
 )
 
 
@@ -81,13 +83,15 @@ def test_a_record_too_short_for_a_horizon_gives_it_no_finite_width(rng):
     assert np.isfinite(band.half_width(0.9, 10)[0])
 
 
-def test_errors_of_several_records_are_pooled(rng):
-    """The free run errs by |y| (the stub simulates zero): the band's errors are the measured
-    outputs after the first n of both records, as many as the two hold together."""
+def test_free_run_errors_of_held_out_records_are_pooled(rng):
+    """The stub's free run errs by |y| (it simulates zero): the free run's row holds the
+    calibration record's errors after its first n and the held-out errors given; the
+    k-step rows the calibration record's alone."""
     first, second = rng.normal(size=(300, 1)), 5.0 * rng.normal(size=(120, 1))
-    band = calibrate_band(
-        Stub(), np.zeros((300, 1)), first, n=10, more=[(np.zeros((120, 1)), second)]
-    )
+    held = held_out_free_run_errors(Stub(), Record(np.zeros((120, 1)), second), 10)
+    assert len(held) == 1
+    np.testing.assert_array_equal(held[0], np.abs(second[10:]))
+    band = calibrate_band(Stub(), np.zeros((300, 1)), first, n=10, free_run_errors=held)
     free = list(band.horizons).index(FREE_RUN)
     pooled = np.abs(np.concatenate([first[10:], second[10:]]))
     assert band.counts[free] == len(pooled) == 400
@@ -95,12 +99,8 @@ def test_errors_of_several_records_are_pooled(rng):
     np.testing.assert_allclose(band.quantiles[free], expected)
     alone = calibrate_band(Stub(), np.zeros((300, 1)), first, n=10)
     assert band.half_width(0.95)[0] > alone.half_width(0.95)[0]  # the wider errors count
-    # A horizon only the first record is long enough for takes its errors alone.
-    short = calibrate_band(
-        Stub(), np.zeros((300, 1)), first, n=10, more=[(np.zeros((40, 1)), second[:40])]
-    )
-    assert short.counts[list(short.horizons).index(50)] == 290
-    assert short.counts[list(short.horizons).index(20)] == 290 + 30
+    assert band.half_width(0.95, 5)[0] == alone.half_width(0.95, 5)[0]
+    assert band.counts[list(band.horizons).index(5)] == 290
 
 
 @pytest.mark.parametrize("level", [0, 1, 1.5, -0.1, "0.9", True, None])

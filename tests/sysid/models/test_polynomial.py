@@ -218,13 +218,20 @@ def test_the_class_identifies_saves_and_describes_itself(rng, tmp_path):
     assert describe_polynomial(found.runs[0].polynomial, ["u"], ["y"]).count("\n") >= 4
 
 
-def test_the_defaults_try_the_class_on_every_plant_even_one_that_integrates(rng):
+def test_the_defaults_leave_the_class_out_where_the_plant_integrates_unless_held_out(rng):
     from keras_mgu.sysid.choice.candidates import model_classes
 
     u = rng.uniform(-1.0, 1.0, 900)
     integrating = np.cumsum(0.1 * u + 0.01 * u**3)[:, None]
-    data = SysIdData(*(Record(u[a:b, None], integrating[a:b]) for a, b in
-                       ((0, 600), (600, 750), (750, 900))))  # fmt: skip
-    lag = [o for o in model_classes(data, sysid.RecipeConfig())[0] if o.linear is not None]
-    assert not np.isfinite(next(o for o in lag if o.name == "linear").linear.time_constant)
-    assert "polynomial" in [o.name for o in lag]
+    steady = _plant_record(rng, 900)
+    for y, expected in ((integrating, False), (steady.y, True)):
+        record = Record(u[:, None] if y is integrating else steady.u, y)
+        data = SysIdData(*(Record(record.u[a:b], record.y[a:b]) for a, b in
+                           ((0, 600), (600, 750), (750, 900))))  # fmt: skip
+        defaults = [o.name for o in model_classes(data, sysid.RecipeConfig())[0]]
+        assert ("polynomial" in defaults) is expected
+        named = model_classes(data, sysid.RecipeConfig(model_classes=("polynomial",)))[0]
+        assert [o.name for o in named] == ["polynomial"]
+        # With the estimation record's start held out, a drift shows on it: always tried.
+        held = [o.name for o in model_classes(data, sysid.RecipeConfig(held_out=0.2))[0]]
+        assert "polynomial" in held

@@ -177,17 +177,14 @@ def test_the_linear_class_refines_the_arx_model_on_the_simulation_error(rng):
     np.testing.assert_allclose(two - bias, 2 * (one - bias), rtol=1e-4, atol=1e-4)
 
 
-def test_runs_are_chosen_on_validation_and_the_held_out_start_equally(found_and_plant):
-    from keras_mgu.sysid.choice.held_out import hold_out_head
-
+def test_runs_are_chosen_on_validation_and_the_horizon_equally(found_and_plant):
     found, plant = found_and_plant
     data = plant.data
-    head = hold_out_head(data, RecipeConfig().held_out)[1]
     n = found.resolve_n_initial()
     for k, run in enumerate(found.runs):
         alone = found.run_alone(k)
-        horizon = alone.horizon_error(head)
-        assert horizon.shape == (head.n_samples - n, 1)
+        horizon = alone.horizon_error(data.estimation)
+        assert horizon.shape == (data.estimation.n_samples - n, 1)
         test_like = alone.test_like_error(data.validation)
         assert test_like.shape == (data.validation.n_samples - n, 1)
         squares = [sysid.rmse(e, 0 * e) ** 2 for e in (test_like, horizon)]
@@ -199,7 +196,7 @@ def test_runs_are_chosen_on_validation_and_the_held_out_start_equally(found_and_
     winner = min(found.runs, key=lambda run: run.choice_rmse)
     assert found.runs[found.best].structure == winner.structure
     arx = found.class_table[0]
-    assert arx["runs"] == 0 and {"validation", "held_out"} <= set(arx)
+    assert arx["runs"] == 0 and {"validation", "horizon"} <= set(arx)
 
 
 def test_equal_weights_make_each_error_count_the_same():
