@@ -1,11 +1,11 @@
 """The samples the choice scores and nothing fits: the estimation record's held-out start.
 
-The recipe (:func:`~keras_mgu.sysid.identify`) chooses among its runs on
-errors of samples none of them was fitted to. The validation record is one
-such piece, but training also stops on it, and it can be short. The other is
-set aside here, before anything is fitted: the first ``held_out`` share of
-the estimation record's first experiment (:attr:`RecipeConfig.held_out
-<keras_mgu.sysid.RecipeConfig>`)::
+With :attr:`RecipeConfig.held_out <keras_mgu.sysid.RecipeConfig>` above
+zero, the recipe (:func:`~keras_mgu.sysid.identify`) chooses among its runs
+on errors of samples none of them was fitted to. The validation record is
+one such piece, but training also stops on it, and it can be short. The
+other is set aside here, before anything is fitted: the first ``held_out``
+share of the estimation record's first experiment::
 
     estimation  = [ head | rest of the first experiment | other experiments ]
     fitted on   =        [ rest of the first experiment | other experiments ]
@@ -22,7 +22,8 @@ learned at the first sample fitted).
 
 No head is held out where it would be shorter than :data:`MIN_HELD_OUT`
 samples, or would leave fewer than :data:`MIN_FITTED` of the first
-experiment to fit: the choice then scores the validation record alone.
+experiment to fit: the choice then scores the estimation record as the
+defaults do (``held_out=0``).
 """
 
 from __future__ import annotations
