@@ -182,7 +182,8 @@ def test_selection_option_averages_runs_chosen_on_validation(tmp_path, capsys):
     assert mgu["averaged_seeds"][0] == mgu["chosen_seed"]
     assert set(mgu["averaged_seeds"]) <= {0, 1000}
     out = capsys.readouterr().out
-    assert re.search(r"model kept \(ensemble\): (run \d alone|the weighted average of run \d)", out)
+    kept = r"model kept \(ensemble\): (run \d \(network\) alone|the weighted average of run \d)"
+    assert re.search(kept, out)
     weights = [member["weight"] for member in mgu["ensemble"]]
     assert sum(weights) == pytest.approx(1.0) and mgu["ensemble"][0]["seed"] == mgu["chosen_seed"]
 
