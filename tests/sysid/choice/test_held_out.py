@@ -8,6 +8,7 @@ import pytest
 from keras_mgu import datasets, sysid
 from keras_mgu.datasets import Record, SysIdData, join_experiments
 from keras_mgu.sysid.choice.held_out import MIN_FITTED, MIN_HELD_OUT, hold_out_head
+from tests.helpers import END_TO_END
 
 
 def _data(rng, lengths=(1000,), n_val=300):
@@ -45,6 +46,7 @@ def test_a_bad_share_is_refused_with_what_is_expected(fraction):
         sysid.RecipeConfig(held_out=fraction)
 
 
+@END_TO_END
 def test_no_run_fits_the_samples_the_choice_scores(monkeypatch):
     """Every fitting step gets the estimation record without its head; every run's choice
     error is its validation and head errors, recomputed here from the head itself."""
@@ -92,6 +94,7 @@ def test_no_run_fits_the_samples_the_choice_scores(monkeypatch):
         np.testing.assert_allclose(run.horizon_rmse, np.sqrt(np.mean(on_head**2)), rtol=1e-5)
 
 
+@END_TO_END
 def test_the_kept_runs_are_trained_again_on_the_whole_estimation_record(monkeypatch):
     """After the choice (runs fitted without the head), the runs it keeps train again on
     every estimation sample; they keep the choice errors the choice read."""
