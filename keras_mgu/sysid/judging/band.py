@@ -40,7 +40,6 @@ __all__ = [
     "calibrate_band",
     "check_level",
     "coverage",
-    "held_out_free_run_errors",
 ]
 
 #: The prediction horizons calibrated; longer ones take the free run's errors.
@@ -131,7 +130,7 @@ def calibrate_band(
     one for every horizon of :data:`BAND_HORIZONS` that leaves a sample;
     None: made here. ``free_run_errors``: absolute free-run errors ``(m_i,
     n_outputs)`` of other records no run fitted (the estimation record's
-    held-out start, :func:`held_out_free_run_errors`), pooled with the
+    held-out start), physical units, pooled with the
     record's own in the free run's row.
     """
     n = max(1, min(int(n), len(y) - 1))
@@ -156,17 +155,6 @@ def calibrate_band(
         rows.append(np.quantile(errors, QUANTILE_GRID, axis=0, method="inverted_cdf"))
         counts.append(len(errors))
     return Band(np.array(horizons), np.stack(rows), np.array(counts))
-
-
-def held_out_free_run_errors(found: Any, record: Any, n: int) -> list[np.ndarray]:
-    """``found``'s absolute free-run errors on each experiment of ``record`` from its first ``n``
-    measured samples, scored after them (none for an experiment of ``n`` samples or fewer)."""
-    errors = []
-    for first, stop in record.experiments:
-        if stop - first > n:
-            u, y = record.u[first:stop], record.y[first:stop]
-            errors.append(np.abs(y[n:] - found.simulate(u, y[:n])[n:]))
-    return errors
 
 
 def coverage(y: np.ndarray, trajectory: Trajectory, first: int = 0) -> float:

@@ -26,9 +26,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
+
 from keras_mgu.datasets import Record
 from keras_mgu.sysid.config import NETWORK_CLASSES
-from keras_mgu.sysid.judging.band import BAND_HORIZONS, calibrate_band, held_out_free_run_errors
+from keras_mgu.sysid.judging.band import BAND_HORIZONS, calibrate_band
 from keras_mgu.sysid.judging.prediction import RunSimulator
 from keras_mgu.sysid.judging.prediction_mix import (
     MIX_HORIZONS,
@@ -72,7 +74,8 @@ def calibrate(
     more = []
     if held_out is not None:
         model = found if held_out_model is None else held_out_model
-        more = held_out_free_run_errors(model, held_out, model.measured_n())
+        std = np.asarray(model.path.outer.y_std)  # its standardised errors, in physical units
+        more = [np.abs(e) * std for e in model.horizon_errors(held_out)]
     band = calibrate_band(mixed, record.u, record.y, n, given, more)
     return dataclasses.replace(mixed, band=band)
 

@@ -92,6 +92,18 @@ def test_no_run_fits_the_samples_the_choice_scores(monkeypatch):
         expected = np.sqrt((np.mean(val**2) + np.mean(on_head**2)) / 2)
         np.testing.assert_allclose(run.choice_rmse, expected, rtol=1e-5)
         np.testing.assert_allclose(run.horizon_rmse, np.sqrt(np.mean(on_head**2)), rtol=1e-5)
+    # The free run's band pools the validation errors with the kept model's on the head.
+    from keras_mgu.sysid.judging.band import FREE_RUN, QUANTILE_GRID
+
+    val, n, m = plant.data.validation, found.resolve_n_initial(), found.measured_n()
+    errors = np.concatenate([
+        np.abs(val.y[n:] - found.simulate(val.u, val.y[:n])[n:]),
+        np.abs(head.y[m:] - found.simulate(head.u, head.y[:m])[m:]),
+    ])  # fmt: skip
+    free = list(found.band.horizons).index(FREE_RUN)
+    assert found.band.counts[free] == len(errors)
+    expected = np.quantile(errors, QUANTILE_GRID, axis=0, method="inverted_cdf")
+    np.testing.assert_allclose(found.band.quantiles[free], expected, rtol=1e-5, atol=1e-9)
 
 
 @END_TO_END
