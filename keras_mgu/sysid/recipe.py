@@ -78,7 +78,7 @@ def identify(
     """
     data, config = SysIdData.coerce(data), RecipeConfig.checked(config, restarts)
     fitted, head = hold_out_head(data, config.held_out)
-    options, linear_table = model_classes(fitted, config)
+    options, linear_table = model_classes(fitted, config, held_out=head is not None)
     if verbose:
         print_settings(fitted, options, restarts, config.classes, linear_table, head)
     trained = Restarts(fitted, options, restarts, population, verbose, callbacks, head)

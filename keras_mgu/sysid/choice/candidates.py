@@ -187,23 +187,27 @@ def _val_rmse(row: dict) -> float:
     return row["validation_rmse"]
 
 
-def model_classes(data: SysIdData, config: RecipeConfig) -> tuple[list[Structure], list[dict]]:
+def model_classes(
+    data: SysIdData, config: RecipeConfig, held_out: bool = False
+) -> tuple[list[Structure], list[dict]]:
     """The classes :func:`identify` tries (``config.model_classes``, else every one).
 
     With the defaults, the polynomial class is left out where the lag
     classes' ARX model integrates (an infinite time constant: a pole on or
-    outside the unit circle) and nothing is held out: a polynomial that
-    simulates the estimation and validation records well can still drift on
-    another experiment of such a plant (EMPS: 260 mm against the network's
-    5.6), and the estimation record it fitted does not show it. With
-    ``held_out`` (:mod:`~keras_mgu.sysid.choice.held_out`) it is tried, and a
-    drift must show on samples it did not fit; named in ``model_classes``, it
+    outside the unit circle) and no start of the estimation record is held
+    out (``held_out`` False; ``config.held_out`` asks for one, a short record
+    may give none: :mod:`~keras_mgu.sysid.choice.held_out`): a polynomial
+    that simulates the estimation and validation records well can still
+    drift on another experiment of such a plant (EMPS: 260 mm against the
+    network's 5.6), and the estimation record it fitted does not show it.
+    Where a start is held out it is tried, and a drift must show on samples
+    it did not fit; named in ``model_classes``, it
     is tried anyway. Returns the structures and the table of the linear
     models fitted.
     """
     classes, delay = config.classes, input_delay(data, config)
     lag = lag_structures(data, config, classes, delay)
-    if config.model_classes is None and not config.held_out:  # no polynomial of an integrator
+    if config.model_classes is None and not held_out:  # no polynomial of an integrator
         lag = [o for o in lag if o.name != "polynomial" or np.isfinite(o.linear.time_constant)]
     options, table = [], []
     if {"network", "linear+network"} & set(classes):

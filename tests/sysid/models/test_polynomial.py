@@ -233,5 +233,5 @@ def test_the_defaults_leave_the_class_out_where_the_plant_integrates_unless_held
         named = model_classes(data, sysid.RecipeConfig(model_classes=("polynomial",)))[0]
         assert [o.name for o in named] == ["polynomial"]
         # With the estimation record's start held out, a drift shows on it: always tried.
-        held = [o.name for o in model_classes(data, sysid.RecipeConfig(held_out=0.2))[0]]
+        held = [o.name for o in model_classes(data, sysid.RecipeConfig(), held_out=True)[0]]
         assert "polynomial" in held
