@@ -21,9 +21,12 @@ import contextlib
 import fcntl
 import importlib.util
 import os
+import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import keras
 import numpy as np
@@ -61,6 +64,44 @@ def pytest_collection_modifyitems(config, items):
 
 #: Lock files shared by every pytest process of this user on the machine.
 _LOCK_DIR = os.path.join(tempfile.gettempdir(), f"keras-mgu-tests-{os.getuid()}")
+
+
+#: Names this run; set by the first pytest process, inherited by its workers.
+_RUN = "KERAS_MGU_TEST_RUN"
+
+
+def _run_folder(name: str) -> str:
+    """A folder ``name`` of this test run, shared by its pytest-xdist workers."""
+    return os.path.join(_LOCK_DIR, f"{name}-{os.environ[_RUN]}")
+
+
+def _share_jax_compilations() -> None:
+    """On JAX, the workers of one run share the programs XLA compiled (a cache for the run).
+
+    Many tests build the same small models; a program compiled once is read
+    back by every later test and worker instead of compiled again. The cache
+    starts empty each run, so nothing compiled by other code is read.
+    """
+    if keras.backend.backend() != "jax":
+        return
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", _run_folder("jax-compilations"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def pytest_configure(config):
+    os.environ.setdefault(_RUN, f"{os.getpid()}-{time.time_ns()}")
+    _share_jax_compilations()
+
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):  # the controller, once every worker has ended
+        for name in ("jax-compilations", "saved-on-jax", "saved-on-torch"):
+            shutil.rmtree(_run_folder(name), ignore_errors=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(_run_folder(name) + ".lock")
 
 
 @contextlib.contextmanager
@@ -126,10 +167,11 @@ def shared_data_dir():
 
 
 @pytest.fixture(scope="session")
-def saved_on_another_backend(tmp_path_factory):
+def saved_on_another_backend():
     """``(folder, backend)``: two tiny identified models saved on another backend.
 
-    ``tests/scripts/save_identification.py`` runs once a session (per worker)
+    ``tests/scripts/save_identification.py`` runs once a test run (the
+    pytest-xdist workers share its folder, the first to need it writes it)
     in a subprocess with JAX (torch when this suite is JAX's) and writes
     ``<state>.kmgu`` and ``<state>.npz`` for ``state`` in ``learned``,
     ``encoder``. Training there takes about 20-40 s with its imports. Where
@@ -142,11 +184,16 @@ def saved_on_another_backend(tmp_path_factory):
     other = other_backend("jax", "torch")
     if other is None:
         pytest.skip("needs a second Keras backend (jax or torch) installed to save on")
-    folder = tmp_path_factory.mktemp(f"saved_on_{other}")
-    env = dict(os.environ, KERAS_BACKEND=other, PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.run(
-        [sys.executable, script, str(folder)], capture_output=True, text=True, env=env,
-        timeout=600,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return folder, other
+    folder = _run_folder(f"saved-on-{other}")
+    with _flock(os.path.basename(folder) + ".lock", fcntl.LOCK_EX):
+        if not os.path.exists(os.path.join(folder, "done")):
+            shutil.rmtree(folder, ignore_errors=True)
+            os.makedirs(folder)
+            env = dict(os.environ, KERAS_BACKEND=other, PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL="3")
+            proc = subprocess.run(
+                [sys.executable, script, folder], capture_output=True, text=True, env=env,
+                timeout=600,
+            )  # fmt: skip
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            open(os.path.join(folder, "done"), "w").close()
+    return pathlib.Path(folder), other

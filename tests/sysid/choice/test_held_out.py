@@ -1,7 +1,5 @@
 """The held-out head: its bookkeeping, and no sample the choice scores fitted by a run."""
 
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -110,6 +108,7 @@ def test_no_run_fits_the_samples_the_choice_scores(monkeypatch):
 def test_the_kept_runs_are_trained_again_on_the_whole_estimation_record(monkeypatch):
     """After the choice (runs fitted without the head), the runs it keeps train again on
     every estimation sample; they keep the choice errors the choice read."""
+    from keras_mgu.sysid import recipe
     from keras_mgu.sysid.choice import restarts
 
     plant = datasets.zoo_plant("duffing", n_samples=700, seed=1)
@@ -128,12 +127,20 @@ def test_the_kept_runs_are_trained_again_on_the_whole_estimation_record(monkeypa
         model_classes=("linear", "polynomial"), iterations=20, validation_checks=2, held_out=0.25,
         refit=True,
     )  # fmt: skip
-    chosen = sysid.identify(plant.data, dataclasses.replace(config, refit=False), seed=0)
-    n_runs = len(lengths)
+    choices = []  # the identification the choice made, before its runs are refitted
+    refit_kept = recipe.refit_kept
+
+    def spied(found, *args, **kwargs):
+        choices.append(found)
+        return refit_kept(found, *args, **kwargs)
+
+    monkeypatch.setattr(recipe, "refit_kept", spied)
     found = sysid.identify(plant.data, config, seed=0)
+    [chosen] = choices
     kept = sorted(set(found.members) or {found.best})
-    assert lengths[:n_runs] == lengths[n_runs : 2 * n_runs] == [n_fit] * n_runs
-    assert lengths[2 * n_runs :] == [plant.data.estimation.n_samples] * len(kept)
+    n_runs = len(found.runs)
+    assert lengths[:n_runs] == [n_fit] * n_runs
+    assert lengths[n_runs:] == [plant.data.estimation.n_samples] * len(kept)
     test = plant.data.test
     for k, run in enumerate(found.runs):
         np.testing.assert_array_equal(run.choice_error, chosen.runs[k].choice_error)
