@@ -2,9 +2,10 @@
 
 * ``backend_independent``: the test's subject does not depend on the Keras
   backend (file loaders, the native build and C API, installing the package):
-  it runs once per CI, with the TensorFlow suite (Keras's default backend), or
-  with whatever backend is active where TensorFlow is not installed; on the
-  other backends it is skipped with that reason. Whole modules say
+  it runs once per CI, with the JAX suite (where the recipe trains fastest on
+  a CPU, its compiled programs shared by the workers), or with whatever backend
+  is active where JAX is not installed; on the other backends it is skipped
+  with that reason. Whole modules say
   ``pytestmark = BACKEND_INDEPENDENT`` (``tests.helpers``).
 * ``end_to_end``: a whole workflow (an example, the README's lines, the
   command line's full identification, a benchmark run) whose backend-dependent
@@ -32,8 +33,8 @@ import keras
 import numpy as np
 import pytest
 
-#: The backend whose suite runs the backend-independent tests.
-INDEPENDENT_SUITE_BACKEND = "tensorflow"
+#: The backend whose suite runs the backend-independent and end-to-end tests.
+INDEPENDENT_SUITE_BACKEND = "jax"
 
 
 def pytest_report_header(config):

@@ -15,13 +15,13 @@ BACKEND = keras.backend.backend()
 
 #: For tests whose subject does not depend on the Keras backend (building the
 #: native core library, installing the package, file loaders): they run once,
-#: with the TensorFlow (default) suite; ``tests/conftest.py`` applies the rule.
+#: with the JAX suite; ``tests/conftest.py`` applies the rule.
 BACKEND_INDEPENDENT = pytest.mark.backend_independent
 
 #: For whole workflows (an example, the README's lines, the command line's full
 #: identification, a benchmark run): every backend-dependent piece they call is
 #: tested on every backend by the unit tests, so the workflow itself runs once,
-#: with the TensorFlow suite, as the backend-independent tests do.
+#: with the JAX suite, as the backend-independent tests do.
 END_TO_END = pytest.mark.end_to_end
 
 #: For tests that measure wall-clock time: under pytest-xdist they run alone.

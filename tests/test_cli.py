@@ -1,7 +1,7 @@
 """The ``keras-mgu`` command line: in process, as ``python -m keras_mgu``, and installed.
 
 The tests that run a whole identification through the command line's options
-are ``END_TO_END``: they run once, with the TensorFlow suite; what they call
+are ``END_TO_END``: they run once, with the JAX suite; what they call
 is tested on every backend.
 """
 

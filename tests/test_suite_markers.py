@@ -23,9 +23,9 @@ class _Item:
 
 
 REASONS = {
-    "backend_independent": "backend-independent subject; runs with the tensorflow suite",
+    "backend_independent": "backend-independent subject; runs with the jax suite",
     "end_to_end": (
-        "a whole workflow, its pieces tested on every backend; runs with the tensorflow suite"
+        "a whole workflow, its pieces tested on every backend; runs with the jax suite"
     ),
 }
 
@@ -35,7 +35,7 @@ REASONS = {
 def test_marked_tests_run_once_and_are_skipped_on_the_other_backends(
     monkeypatch, runs_here, marker
 ):
-    """Backend-independent tests and end-to-end workflows run with the TensorFlow suite only."""
+    """Backend-independent tests and end-to-end workflows run with the JAX suite only."""
     monkeypatch.setattr(conftest, "_runs_backend_independent_tests", lambda: runs_here)
     marked, dependent = _Item(marker), _Item()
     conftest.pytest_collection_modifyitems(None, [marked, dependent])
@@ -45,13 +45,13 @@ def test_marked_tests_run_once_and_are_skipped_on_the_other_backends(
         assert skip.kwargs["reason"] == REASONS[marker]
 
 
-def test_the_rule_runs_them_with_tensorflow_or_wherever_it_is_missing(monkeypatch):
-    monkeypatch.setattr(conftest.keras.backend, "backend", lambda: "jax")
+def test_the_rule_runs_them_with_jax_or_wherever_it_is_missing(monkeypatch):
+    monkeypatch.setattr(conftest.keras.backend, "backend", lambda: "tensorflow")
     monkeypatch.setattr(conftest.importlib.util, "find_spec", lambda name: object())
     assert not conftest._runs_backend_independent_tests()
     monkeypatch.setattr(conftest.importlib.util, "find_spec", lambda name: None)
     assert conftest._runs_backend_independent_tests()
-    monkeypatch.setattr(conftest.keras.backend, "backend", lambda: "tensorflow")
+    monkeypatch.setattr(conftest.keras.backend, "backend", lambda: "jax")
     assert conftest._runs_backend_independent_tests()
 
 

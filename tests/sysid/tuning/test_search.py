@@ -2,7 +2,7 @@
 
 The subject is the search around the recipe (trials, budgets, workers, saved
 results), not the backend's numbers, which tests/sysid/test_recipe.py checks on
-every backend: these run once, with the TensorFlow suite.
+every backend: these run once, with the JAX suite.
 """
 
 import dataclasses
