@@ -1113,6 +1113,12 @@ def test_identify_reports_every_output_and_scores_own_test_from_its_outputs(
     assert last_line_rmse(out) == pytest.approx(mgu["rmse_benchmark"], rel=1e-3)
     assert re.search(r"^  output level2: RMSE [0-9.]+, fit -?[0-9.]+ %; from sample 8: ", out,
                      re.M)  # fmt: skip
+    band = mgu["band"]  # each output's share inside the band, and every output's at once
+    for name, share in zip(("level", "level2"), band["coverage_by_output"], strict=True):
+        said = rf"; inside the band 0.95: {share:.3f} \(simulation\)$"
+        assert re.search(rf"^  output {name}: .*{said}", out, re.M)
+    assert band["joint_coverage"] <= min(band["coverage_by_output"])
+    assert f"every output at once {band['joint_coverage']:.3f} (simulation)" in out
     assert len(figures) == 2  # test_simulation.png (the input below) and test_residual.png
     for fig, below in zip(figures, (["pump"], []), strict=True):
         assert [ax.get_ylabel() for ax in fig.axes] == ["level", "level2", *below]

@@ -24,9 +24,7 @@ class _Item:
 
 REASONS = {
     "backend_independent": "backend-independent subject; runs with the jax suite",
-    "end_to_end": (
-        "a whole workflow, its pieces tested on every backend; runs with the jax suite"
-    ),
+    "end_to_end": "a whole workflow, its pieces tested on every backend; runs with the jax suite",
 }
 
 

@@ -143,10 +143,13 @@ def _band_line(kind: str, band: Mapping[str, Any] | None, role: str = "test") ->
         return None
     cover = band["coverage"]
     steps = ", ".join(f"{cover[k]:.3f} ({k}-step)" for k in cover if k != "simulation")
-    return (
+    line = (
         f"{kind} {role}, band {band['level']:g} (calibrated on validation): share of the samples "
         f"inside it {cover['simulation']:.3f} (simulation), {steps}"
     )
+    if len(band.get("coverage_by_output", ())) > 1:
+        line += f"; every output at once {band['joint_coverage']:.3f} (simulation)"
+    return line
 
 
 def _extrapolation_line(
@@ -173,15 +176,20 @@ def _reference_line(reference: Mapping[str, Any] | None, n: int, role: str = "te
 
 
 def print_outputs(row: Mapping[str, Any], n: int) -> None:
-    """Each output's RMSE and fit % by name, when there are several."""
+    """Each output's RMSE and fit % by name, and the share of its samples inside the band, when
+    there are several."""
     outputs = row.get("outputs") or {}
     if len(outputs) < 2:
         return
-    for name, scores in outputs.items():
+    band = row.get("band") or {}
+    covers = band.get("coverage_by_output") or [None] * len(outputs)
+    for (name, scores), cover in zip(outputs.items(), covers, strict=True):
         line = f"  output {name}: RMSE {fixed(scores['rmse'])}, fit {scores['fit_percent']:.1f} %"
         if "rmse_from_n" in scores:
             line += (f"; from sample {n}: RMSE {fixed(scores['rmse_from_n'])}, fit "
                      f"{scores['fit_percent_from_n']:.1f} %")  # fmt: skip
+        if cover is not None:
+            line += f"; inside the band {band['level']:g}: {cover:.3f} (simulation)"
         print(line)
 
 

@@ -367,7 +367,13 @@ def _score_lines(evaluation: Any, n_samples: int) -> list[str]:
         cover = evaluation.band["coverage"]
         shares = ", ".join(f"{v:.3f} ({k if k == 'simulation' else k + '-step'})"
                            for k, v in cover.items())  # fmt: skip
-        lines.append(f"band {evaluation.band['level']:g}: share of the samples inside it {shares}")
+        line = f"band {evaluation.band['level']:g}: share of the samples inside it {shares}"
+        by_output = evaluation.band["coverage_by_output"]
+        if len(by_output) > 1:
+            each = ", ".join(f"{v:.3f}" for v in by_output)
+            line += (f"; of the simulation per output {each}, every output at once "
+                     f"{evaluation.band['joint_coverage']:.3f}")  # fmt: skip
+        lines.append(line)
     if evaluation.extrapolation is not None:
         from keras_mgu.sysid.judging.extrapolation import describe_extrapolation
 

@@ -20,11 +20,11 @@ def tanks():
     return datasets.simulate_cascaded_tanks(n_samples=160, seed=0)
 
 
-@pytest.mark.parametrize("cell", ["mgu", "gru"])
-def test_estimate_counts_the_runs_and_iterations_identify_trains(tanks, cell):
+@pytest.mark.parametrize("cell, restarts", [("mgu", 2), ("gru", 1)])
+def test_estimate_counts_the_runs_and_iterations_identify_trains(tanks, cell, restarts):
     config = dataclasses.replace(TINY, cell=cell)
-    found = identify(tanks, config, restarts=2, seed=0)
-    estimate = estimate_training(tanks, config, restarts=2, steps=2)
+    found = identify(tanks, config, restarts=restarts, seed=0)
+    estimate = estimate_training(tanks, config, restarts=restarts, steps=2)
     assert estimate.cell == cell == found.config.cell
     assert estimate.runs == len(found.runs)
     assert estimate.iterations == found.runs[0].config.iterations == 6

@@ -40,6 +40,8 @@ __all__ = [
     "calibrate_band",
     "check_level",
     "coverage",
+    "coverage_by_output",
+    "joint_coverage",
 ]
 
 #: The prediction horizons calibrated; longer ones take the free run's errors.
@@ -159,6 +161,25 @@ def calibrate_band(
 
 def coverage(y: np.ndarray, trajectory: Trajectory, first: int = 0) -> float:
     """The fraction of measured ``y`` inside the band, rows ``first`` onward, every output."""
+    return float(np.mean(_inside(y, trajectory, first)))
+
+
+def coverage_by_output(y: np.ndarray, trajectory: Trajectory, first: int = 0) -> list[float]:
+    """Per output ``j``, the fraction of rows ``first`` onward where ``y[t, j]`` is inside."""
+    return [float(share) for share in np.mean(_inside(y, trajectory, first), axis=0)]
+
+
+def joint_coverage(y: np.ndarray, trajectory: Trajectory, first: int = 0) -> float:
+    """The fraction of rows ``first`` onward where every output is inside at once.
+
+    Each output's band holds about its level alone; all of them at once hold
+    less where the outputs' errors are not tied together (as low as ``1 - n
+    (1 - L)`` for ``n`` outputs).
+    """
+    return float(np.mean(_inside(y, trajectory, first).all(axis=1)))
+
+
+def _inside(y: np.ndarray, trajectory: Trajectory, first: int) -> np.ndarray:
+    """``(N - first, n_outputs)``: where measured ``y`` is inside the band, rows ``first`` on."""
     y = np.asarray(y)[first:]
-    inside = (y >= trajectory.lower[first:]) & (y <= trajectory.upper[first:])
-    return float(np.mean(inside))
+    return (y >= trajectory.lower[first:]) & (y <= trajectory.upper[first:])

@@ -26,7 +26,10 @@ each under one name:
   around ``from_n``'s simulation (its ``lower``, ``upper``) and the
   prediction's, and the fraction of the measured samples inside it from
   sample ``n`` on (``coverage``): of the simulation and of the 1- and
-  10-step predictions; none without a calibrated band or for ``n = 0``.
+  10-step predictions; and of the simulation, per output
+  (``coverage_by_output``) and for every output at once (``joint_coverage``,
+  the samples where all are inside); none without a calibrated band or for
+  ``n = 0``.
 * ``extrapolation``: where the experiment leaves the estimation range (its
   inputs, or the scored simulation's outputs), from sample ``n`` on: the
   share of the samples outside it and the band's coverage there
@@ -46,7 +49,12 @@ from typing import Any
 
 import numpy as np
 
-from keras_mgu.sysid.judging.band import check_level, coverage
+from keras_mgu.sysid.judging.band import (
+    check_level,
+    coverage,
+    coverage_by_output,
+    joint_coverage,
+)
 from keras_mgu.sysid.judging.extrapolation import extrapolation
 from keras_mgu.sysid.judging.residuals import MAX_LAG, ResidualAnalysis, residual_analysis
 from keras_mgu.sysid.judging.scoring import fit_percent, rmse
@@ -78,8 +86,8 @@ class Evaluation:
             ``n > 0``, ``rmse_from_n``, ``fit_percent_from_n`` of ``from_n``.
         same_start: Whether the experiment starts where the estimation record
             did (see :attr:`headline`).
-        band: ``{"level", "coverage": {"simulation", "1", "10"}}`` (see the
-            module), or None.
+        band: ``{"level", "coverage": {"simulation", "1", "10"},
+            "coverage_by_output", "joint_coverage"}`` (see the module), or None.
         reference: ``{"arx": {"simulation", "one_step"} or None,
             "last_sample"}`` RMSEs (see the module), or None.
         reference_simulation: The ARX reference's simulation from the first
@@ -250,7 +258,12 @@ def _band(
         drawn = found.band.around(prediction["y_pred"], level, k, measured=n)
         prediction["lower"], prediction["upper"] = drawn.lower, drawn.upper
         prediction["coverage"] = coverage(y, drawn, n)
-    return {"level": level, "coverage": cover}
+    return {
+        "level": level,
+        "coverage": cover,
+        "coverage_by_output": coverage_by_output(y, trajectory, n),
+        "joint_coverage": joint_coverage(y, trajectory, n),
+    }
 
 
 def _reference(

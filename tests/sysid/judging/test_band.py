@@ -11,9 +11,12 @@ from keras_mgu.sysid.judging.band import (
     FREE_RUN,
     QUANTILE_GRID,
     Band,
+    Trajectory,
     calibrate_band,
     check_level,
     coverage,
+    coverage_by_output,
+    joint_coverage,
 )
 
 
@@ -103,3 +106,13 @@ def test_free_run_errors_of_held_out_records_are_pooled(rng):
 def test_a_level_outside_zero_one_is_refused(level):
     with pytest.raises(ValueError, match=r"level in \(0, 1\)"):
         check_level(level)
+
+
+def test_coverage_per_output_and_jointly_count_the_samples_inside():
+    """Three rows after the first, two outputs: output 0 inside at rows 1, 2; output 1 at 1, 3."""
+    y = np.array([[9.0, 9.0], [0.5, 0.5], [0.5, 2.0], [2.0, 0.5]])
+    band = Trajectory(np.zeros_like(y), np.full_like(y, -1.0), np.full_like(y, 1.0))
+    assert coverage_by_output(y, band, first=1) == [2 / 3, 2 / 3]
+    assert joint_coverage(y, band, first=1) == 1 / 3  # row 1 alone has both inside
+    assert coverage(y, band, first=1) == 4 / 6
+    assert coverage_by_output(y, band) == [0.5, 0.5] and joint_coverage(y, band) == 0.25

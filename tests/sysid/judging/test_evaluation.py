@@ -115,6 +115,10 @@ def test_band_coverage_and_the_reference_figures_follow_their_definitions(found)
     assert ev.reference["arx"]["one_step"] == pytest.approx(rmse(y[n:], one[n:]))
     assert ev.reference["last_sample"] == pytest.approx(rmse(y[n:], y[n - 1 : -1]))
     assert json.loads(json.dumps(ev.to_dict()))["band"]["coverage"]["10"] >= 0.0
+    sim = model.simulate(u, y[:n], band=0.8)
+    inside_each = (y[n:] >= sim.lower[n:]) & (y[n:] <= sim.upper[n:])
+    assert ev.band["coverage_by_output"] == pytest.approx(list(inside_each.mean(axis=0)))
+    assert ev.band["joint_coverage"] == pytest.approx(inside_each.all(axis=1).mean())
     assert evaluate(model, u, y, n, band=None).band is None
 
 

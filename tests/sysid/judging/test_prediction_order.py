@@ -15,7 +15,7 @@ from tests.fixtures.make_recorded_identification import CONFIG
 @pytest.fixture(scope="module")
 def duffing_first_runs():
     """``(plant, found)``: the recorded identification's plant and classes (every trained one),
-    one run each of 40 iterations; the recorded one (150 iterations, two restarts) is another
+    one run each of 40 iterations; the recorded one (60 iterations, two restarts) is another
     worker's fixture under pytest-xdist, and each worker computes its own."""
     plant = datasets.zoo_plant("duffing", n_samples=600, seed=0)
     config = dataclasses.replace(CONFIG, iterations=40)
@@ -28,7 +28,7 @@ def test_prediction_errs_less_the_nearer_its_measured_samples(duffing_first_runs
     plant, result = duffing_first_runs
     data = plant.data
     if name == "polynomial":  # fitted by least squares: the shared identification omits it
-        result = identify(data, RecipeConfig(model_classes="polynomial"), restarts=1)
+        result = identify(data, RecipeConfig(model_classes="polynomial", iterations=40), restarts=1)
     runs = [k for k, run in enumerate(result.runs) if run.structure == name]
     if not runs:  # linear+network is tried only where the linear model explains validation
         assert name == "linear+network"
