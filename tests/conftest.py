@@ -50,6 +50,7 @@ def _runs_backend_independent_tests() -> bool:
 
 def pytest_collection_modifyitems(config, items):
     if _runs_backend_independent_tests():
+        _workflows_first(items)
         return
     reasons = {
         "backend_independent": "backend-independent subject",
@@ -61,6 +62,18 @@ def pytest_collection_modifyitems(config, items):
                 suite = f"runs with the {INDEPENDENT_SUITE_BACKEND} suite"
                 item.add_marker(pytest.mark.skip(reason=f"{reason}; {suite}"))
                 break
+
+
+def _workflows_first(items: list) -> None:
+    """The modules that hold an end-to-end test move to the front, in place (each kept whole).
+
+    The whole workflows are the suite's longest tests (the README's quick start
+    takes minutes); started first, they run beside the short tests, and no
+    worker of a parallel run waits alone for one at the end.
+    """
+    module = lambda item: item.nodeid.split("::")[0]  # noqa: E731
+    workflows = {module(item) for item in items if item.get_closest_marker("end_to_end")}
+    items.sort(key=lambda item: module(item) not in workflows)  # stable
 
 
 #: Lock files shared by every pytest process of this user on the machine.

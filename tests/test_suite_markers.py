@@ -12,8 +12,9 @@ pytestmark = BACKEND_INDEPENDENT
 
 
 class _Item:
-    def __init__(self, *markers: str):
+    def __init__(self, *markers: str, nodeid: str = "tests/test_a.py::test"):
         self.markers = list(markers)
+        self.nodeid = nodeid
 
     def get_closest_marker(self, name: str):
         return next((m for m in self.markers if getattr(m, "name", m) == name), None)
@@ -41,6 +42,21 @@ def test_marked_tests_run_once_and_are_skipped_on_the_other_backends(
     assert (skip is None) == runs_here and dependent.get_closest_marker("skip") is None
     if skip is not None:
         assert skip.kwargs["reason"] == REASONS[marker]
+
+
+@pytest.mark.parametrize("runs_here", [True, False])
+def test_where_the_workflows_run_their_modules_start_first_each_whole(monkeypatch, runs_here):
+    monkeypatch.setattr(conftest, "_runs_backend_independent_tests", lambda: runs_here)
+    items = [
+        _Item(nodeid="tests/a.py::one"), _Item(nodeid="tests/b.py::two"),
+        _Item("end_to_end", nodeid="tests/b.py::three"), _Item(nodeid="tests/c.py::four"),
+        _Item(nodeid="tests/b.py::five"),
+    ]  # fmt: skip
+    conftest.pytest_collection_modifyitems(None, items)
+    order = [item.nodeid.split("::")[1] for item in items]
+    # where they are skipped, the order is left as collected
+    assert order == (["two", "three", "five", "one", "four"] if runs_here else
+                     ["one", "two", "three", "four", "five"])  # fmt: skip
 
 
 def test_the_rule_runs_them_with_jax_or_wherever_it_is_missing(monkeypatch):

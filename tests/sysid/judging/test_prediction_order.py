@@ -15,10 +15,10 @@ from tests.fixtures.make_recorded_identification import CONFIG
 @pytest.fixture(scope="module")
 def duffing_first_runs():
     """``(plant, found)``: the recorded identification's plant and classes (every trained one),
-    one run each of 40 iterations; the recorded one (60 iterations, two restarts) is another
+    one run each of 20 iterations; the recorded one (60 iterations, two restarts) is another
     worker's fixture under pytest-xdist, and each worker computes its own."""
     plant = datasets.zoo_plant("duffing", n_samples=600, seed=0)
-    config = dataclasses.replace(CONFIG, iterations=40)
+    config = dataclasses.replace(CONFIG, iterations=20)
     return plant, identify(plant.data, config, restarts=1, seed=0)
 
 
