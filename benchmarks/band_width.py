@@ -1,0 +1,157 @@
+"""The free run's band, one width against a width that follows the members' disagreement.
+
+For each record and seed S it runs ``sysid.identify(data, seed=S)`` with the
+defaults, then draws two 0.95 bands around the simulation from the first
+``n`` measured outputs (the protocol's ``n``, else 50), both calibrated on the
+validation record's simulation from its first ``n`` outputs: the model's own
+band (one width per output, :mod:`keras_mgu.sysid.judging.band`) and the
+band scaled by the members' disagreement
+(:mod:`keras_mgu.sysid.judging.scaled_band`). On the test record (samples
+``n`` on) and, for a zoo plant, on its beyond record after ``beyond_start``,
+it writes each band's coverage and mean half-width over the simulation's
+RMSE to ``--out/RECORD/BACKEND_seedS.json``; ``--report`` prints the table of
+``benchmarks/RESULTS.md`` ("A band that widens where the members disagree").
+
+Usage::
+
+    python benchmarks/band_width.py --backend jax --seeds 0 1 \\
+        --records zoo:van_der_pol zoo:hardening_oscillator zoo:duffing zoo:pendulum cascaded_tanks
+    python benchmarks/band_width.py --report
+
+A zoo plant is ``zoo:NAME`` (its default length, data seed 0); a measured
+record's folder is read from ``--data-root`` (default ``../shared/data``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_OUT = os.path.join(HERE, "results", "band_width")
+LEVEL = 0.95
+ZOO = "zoo:"
+
+
+def load(record: str, data_root: str):
+    """``(data, plant)``: the records of ``zoo:NAME`` (and its plant) or of a measured folder."""
+    from keras_mgu import datasets
+
+    if record.startswith(ZOO):
+        plant = datasets.zoo_plant(record[len(ZOO) :], seed=0)
+        return plant.data, plant
+    return datasets.load_benchmark(record, os.path.join(data_root, record)), None
+
+
+def judge(found, band, u, y, n: int, first: int) -> dict:
+    """Each band's coverage and mean half-width / RMSE over rows ``first`` on."""
+    import numpy as np
+
+    from keras_mgu.sysid.judging.band import coverage
+    from keras_mgu.sysid.judging.scaled_band import member_disagreement
+
+    y_hat, d = member_disagreement(found, u, y[:n])
+    error = float(np.sqrt(np.mean((y[first:] - y_hat[first:]) ** 2)))
+    out = {"rmse": error}
+    for name, drawn in (
+        ("constant", found.band.around(y_hat, LEVEL, measured=n)),
+        ("scaled", band.around(y_hat, d, LEVEL, measured=n)),
+    ):
+        half = float(np.mean(drawn.upper[first:] - drawn.y[first:]))
+        out[name] = {"coverage": coverage(y, drawn, first), "width_over_rmse": half / error}
+    return out
+
+
+def run_one(record: str, seed: int, data_root: str) -> dict:
+    """Identify ``record`` with the defaults and judge both bands (module)."""
+    import keras
+
+    from keras_mgu import sysid
+    from keras_mgu.sysid.judging.scaled_band import calibrate_scaled_band, member_disagreement
+
+    data, plant = load(record, data_root)
+    start = time.perf_counter()
+    found = sysid.identify(data, seed=seed)
+    seconds = time.perf_counter() - start
+    n, val = found.resolve_n_initial(), data.validation
+    y_hat, d = member_disagreement(found, val.u, val.y[:n])
+    band = calibrate_scaled_band(val.y, y_hat, d, n)
+    row = {
+        "record": record, "seed": seed, "backend": keras.backend.backend(), "n": n,
+        "chosen": found.runs[found.best].structure, "members": len(set(found.kept)),
+        "has_arx": found.arx is not None, "seconds": seconds,
+        "test": judge(found, band, data.test.u, data.test.y, n, n),
+    }  # fmt: skip
+    if plant is not None:
+        beyond = plant.beyond
+        row["beyond_after"] = judge(found, band, beyond.u, beyond.y, n, plant.beyond_start)
+    return row
+
+
+def report(out: str) -> str:
+    """The markdown table of every run under ``out``, and the medians over seeds."""
+    rows = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "*", "*.json")))]
+    lines = [
+        "| record | part | backend | seeds | chosen | coverage one width | coverage scaled "
+        "| width/RMSE one width | width/RMSE scaled |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    keys = sorted({(r["record"], r["backend"]) for r in rows})
+    for record, backend in keys:
+        runs = [r for r in rows if (r["record"], r["backend"]) == (record, backend)]
+        for part in ("test", "beyond_after"):
+            parts = [r[part] for r in runs if part in r]
+            if not parts:
+                continue
+            widths = {
+                band: statistics.median(p[band]["width_over_rmse"] for p in parts)
+                for band in ("constant", "scaled")
+            }
+            covers = {
+                band: " / ".join(f"{p[band]['coverage']:.3f}" for p in parts)
+                for band in ("constant", "scaled")
+            }
+            lines.append(
+                f"| {record} | {part} | {backend} | {' '.join(str(r['seed']) for r in runs)} "
+                f"| {', '.join(r['chosen'] for r in runs)} "
+                f"| {covers['constant']} | {covers['scaled']} "
+                f"| {widths['constant']:.2f} | {widths['scaled']:.2f} |"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("--backend", default=None, choices=("tensorflow", "jax", "torch"))
+    parser.add_argument("--records", nargs="+", default=[])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--data-root", default=os.path.join(HERE, "..", "..", "shared", "data"))
+    parser.add_argument("--out", default=DEFAULT_OUT)
+    parser.add_argument("--report", action="store_true")
+    args = parser.parse_args(argv)
+    if args.report:
+        print(report(args.out))
+        return 0
+    if args.backend:
+        os.environ["KERAS_BACKEND"] = args.backend
+    for record in args.records:
+        for seed in args.seeds:
+            row = run_one(record, seed, args.data_root)
+            folder = os.path.join(args.out, record.replace(":", "_"))
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, f"{row['backend']}_seed{seed}.json"), "w") as f:
+                json.dump(row, f, indent=1)
+            test = row["test"]
+            print(f"{record} seed {seed}: {row['chosen']}, test coverage "
+                  f"{test['constant']['coverage']:.3f} / {test['scaled']['coverage']:.3f}",
+                  flush=True)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
