@@ -23,7 +23,7 @@ from keras_mgu.sysid.training.lag_run import (
 )
 from keras_mgu.sysid.training.windows import measured_windows
 
-FEW = RecipeConfig(model_classes=("narx", "loop"), units=(4,), iterations=60, validation_checks=3)
+FEW = RecipeConfig(model_classes=("narx", "loop"), units=(4,), iterations=40, validation_checks=3)
 
 
 def _second_order(period: float, radius: float) -> LinearModel:
