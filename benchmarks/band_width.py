@@ -1,4 +1,4 @@
-"""The free run's band, one width against a width that follows the members' disagreement.
+"""The free run's band: one width, a width that follows the members' disagreement, a reach.
 
 For each record and seed S it runs ``sysid.identify(data, seed=S)`` with the
 defaults, then draws two 0.95 bands around the simulation from the first
@@ -6,7 +6,10 @@ defaults, then draws two 0.95 bands around the simulation from the first
 validation record's simulation from its first ``n`` outputs: the model's own
 band (one width per output, :mod:`keras_mgu.sysid.judging.band`) and the
 band scaled by the members' disagreement
-(:mod:`keras_mgu.sysid.judging.scaled_band`). On the test record (samples
+(:mod:`keras_mgu.sysid.judging.scaled_band`); and a third, the one-width
+band stretched, on the samples outside the estimation range (an input or the
+simulated output outside ``found.ranges``), to take in the ARX reference's
+simulation from the same start (``reach``). On the test record (samples
 ``n`` on) and, for a zoo plant, on its beyond record after ``beyond_start``,
 it writes each band's coverage and mean half-width over the simulation's
 RMSE to ``--out/RECORD/BACKEND_seedS.json``; ``--report`` prints the table of
@@ -36,6 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(HERE, "results", "band_width")
 LEVEL = 0.95
 ZOO = "zoo:"
+BANDS = ("constant", "scaled", "reach")
 
 
 def load(record: str, data_root: str):
@@ -52,17 +56,28 @@ def judge(found, band, u, y, n: int, first: int) -> dict:
     """Each band's coverage and mean half-width / RMSE over rows ``first`` on."""
     import numpy as np
 
-    from keras_mgu.sysid.judging.band import coverage
+    from keras_mgu.sysid.judging.band import Trajectory, coverage
     from keras_mgu.sysid.judging.scaled_band import member_disagreement
 
     y_hat, d = member_disagreement(found, u, y[:n])
     error = float(np.sqrt(np.mean((y[first:] - y_hat[first:]) ** 2)))
     out = {"rmse": error}
+    constant = found.band.around(y_hat, LEVEL, measured=n)
+    reach = constant
+    if found.arx is not None:
+        arx = found.reference().simulate(u, y[:n])
+        inputs, outputs = found.ranges.outside(u, y_hat)
+        outside = (inputs | outputs)[:, None] & (np.arange(len(y)) >= n)[:, None]
+        lower = np.where(outside, np.minimum(constant.lower, arx), constant.lower)
+        upper = np.where(outside, np.maximum(constant.upper, arx), constant.upper)
+        reach = Trajectory(y_hat, lower, upper)
+        out["outside_share"] = float(np.mean((inputs | outputs)[first:]))
     for name, drawn in (
-        ("constant", found.band.around(y_hat, LEVEL, measured=n)),
+        ("constant", constant),
         ("scaled", band.around(y_hat, d, LEVEL, measured=n)),
+        ("reach", reach),
     ):
-        half = float(np.mean(drawn.upper[first:] - drawn.y[first:]))
+        half = float(np.mean(drawn.upper[first:] - drawn.lower[first:])) / 2
         out[name] = {"coverage": coverage(y, drawn, first), "width_over_rmse": half / error}
     return out
 
@@ -98,8 +113,8 @@ def report(out: str) -> str:
     rows = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "*", "*.json")))]
     lines = [
         "| record | part | backend | seeds | chosen | coverage one width | coverage scaled "
-        "| width/RMSE one width | width/RMSE scaled |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| coverage reach | width/RMSE one width | scaled | reach |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = sorted({(r["record"], r["backend"]) for r in rows})
     for record, backend in keys:
@@ -110,17 +125,16 @@ def report(out: str) -> str:
                 continue
             widths = {
                 band: statistics.median(p[band]["width_over_rmse"] for p in parts)
-                for band in ("constant", "scaled")
+                for band in BANDS
             }
             covers = {
-                band: " / ".join(f"{p[band]['coverage']:.3f}" for p in parts)
-                for band in ("constant", "scaled")
+                band: " / ".join(f"{p[band]['coverage']:.3f}" for p in parts) for band in BANDS
             }
             lines.append(
                 f"| {record} | {part} | {backend} | {' '.join(str(r['seed']) for r in runs)} "
                 f"| {', '.join(r['chosen'] for r in runs)} "
-                f"| {covers['constant']} | {covers['scaled']} "
-                f"| {widths['constant']:.2f} | {widths['scaled']:.2f} |"
+                f"| {covers['constant']} | {covers['scaled']} | {covers['reach']} "
+                f"| {widths['constant']:.2f} | {widths['scaled']:.2f} | {widths['reach']:.2f} |"
             )
     return "\n".join(lines)
 
