@@ -673,6 +673,11 @@ def results_row(
             for k, run in enumerate(found.runs)
             if getattr(run, "ran_off", None) is not None
         ],
+        "stopped": [
+            {"run": k + 1, "class": run.structure, "seed": run.seed, **_finite(run.stopped)}
+            for k, run in enumerate(found.runs)
+            if getattr(run, "stopped", None)
+        ],
         "config": dataclasses.asdict(found.config),
         "rmse": evaluation.rmse,
         "fit_percent": evaluation.fit_percent,
@@ -700,6 +705,13 @@ def results_row(
         if row["prediction"] is not None:
             row["prediction"]["rmse_in_unit"] = row["prediction"]["rmse"] * protocol.scale
     return row
+
+
+def _finite(row: Mapping) -> dict:
+    """``row`` for JSON: a float that is not finite as its string (``"inf"``)."""
+    return {
+        k: str(v) if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()
+    }
 
 
 def _arx_orders(found: Any) -> dict[str, int] | None:

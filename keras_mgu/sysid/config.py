@@ -191,6 +191,11 @@ class RecipeConfig:
             the runs the choice scored, which measured better on the records
             tried (``benchmarks/RESULTS.md``, "The choice on samples no run
             fitted").
+        racing: ``True`` (default): the first run of a class trained by
+            gradient steps stops at a quarter of its iterations where it is
+            far behind the best run finished before it, so that the classes
+            that cannot win cost little (:mod:`~keras_mgu.sysid.choice.racing`).
+            ``False``: every first run does all its iterations.
     """
 
     cell: str = "mgu"
@@ -223,12 +228,15 @@ class RecipeConfig:
     input_delay: int | tuple[int, ...] | None = None
     held_out: float = 0.0
     refit: bool = False
+    racing: bool = True
 
     def __post_init__(self) -> None:
         check_rule(self.selection)
         object.__setattr__(self, "held_out", check_held_out(self.held_out))
-        if not isinstance(self.refit, bool):
-            raise ValueError(f"`refit` must be True or False; received {self.refit!r}.")
+        for name in ("refit", "racing"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise ValueError(f"`{name}` must be True or False; received {value!r}.")
         # A tuple from here on (one integer: every input's, widened per record).
         object.__setattr__(self, "input_delay", check_input_delay(self.input_delay))
         if self.model_classes is not None:

@@ -74,7 +74,10 @@ def identify(
             lines (``fit(verbose=2)``).
         callbacks: Passed to every network run's ``fit``.
         population: Train runs that share their optimiser settings at once, as
-            one population (the same numbers as one by one, in less time).
+            one population (the same numbers as one by one, in less time;
+            first runs that race stop together, where every one is behind,
+            :mod:`~keras_mgu.sysid.choice.racing`, so a run that one by one
+            would stop at its checkpoint can run on beside one that may win).
     """
     data, config = SysIdData.coerce(data), RecipeConfig.checked(config, restarts)
     fitted, head = hold_out_head(data, config.held_out)

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from keras_mgu.datasets import Normalizer, Record, SysIdData
+from keras_mgu.sysid.choice.racing import QUICK_CLASSES
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.models.arx import LinearModel, select_linear_model
 from keras_mgu.sysid.models.delay import (
@@ -203,10 +204,13 @@ def model_classes(
     Where a start is held out it is tried, and a drift must show on samples
     it did not fit; named in ``model_classes``, it
     is tried anyway. Returns the structures and the table of the linear
-    models fitted.
+    models fitted, the quick classes first
+    (:data:`~keras_mgu.sysid.choice.racing.QUICK_CLASSES`: the others race
+    against them, :mod:`~keras_mgu.sysid.choice.racing`).
     """
     classes, delay = config.classes, input_delay(data, config)
     lag = lag_structures(data, config, classes, delay)
+    lag.sort(key=lambda o: o.name not in QUICK_CLASSES)  # stable: the others keep their order
     if config.model_classes is None and not held_out:  # no polynomial of an integrator
         lag = [o for o in lag if o.name != "polynomial" or np.isfinite(o.linear.time_constant)]
     options, table = [], []

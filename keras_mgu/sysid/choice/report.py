@@ -13,6 +13,7 @@ import numpy as np
 
 from keras_mgu.datasets import Record, SysIdData
 from keras_mgu.sysid.choice.candidates import Structure
+from keras_mgu.sysid.choice.racing import RACE_FACTOR
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.models.arx import LINEAR_SHARE_MAX, order_search_note
 from keras_mgu.sysid.models.delay import describe_input_delay
@@ -28,6 +29,7 @@ __all__ = [
     "print_settings",
     "ran_off_lines",
     "run_line",
+    "stop_note",
     "test_like_rmse",
     "why_no_prior",
 ]
@@ -53,12 +55,25 @@ def run_line(run: RunResult, name: str, kind: str, done: int) -> str:
     return (
         f"{label} ({name}, seed {run.seed}, learning rate {run.config.learning_rate:g}): "
         f"{scores}, best at iteration {run.best_iteration} of {total}, {run.seconds:.0f} s"
-        f"{_off(run)}"
+        f"{_off(run)}{stop_note(run)}"
     )
 
 
 def _off(run: RunResult) -> str:
     return "" if run.ran_off is None else f"; ran off ({run.ran_off}): not kept"
+
+
+def stop_note(run: RunResult) -> str:
+    """Where a race stopped ``run`` and on what figures (:mod:`~keras_mgu.sysid.choice.racing`);
+    empty where it ran all its iterations."""
+    stop = run.stopped
+    if not stop:
+        return ""
+    return (
+        f"; stopped at iteration {stop['iteration']} of {stop['iterations']}: its validation "
+        f"so far keeps its choice RMSE above {stop['floor']:.4f}, over {RACE_FACTOR:g} x the "
+        f"best finished run's {stop['reference']:.4f}"
+    )
 
 
 def ran_off_lines(runs: list[RunResult]) -> list[str]:
@@ -83,6 +98,9 @@ def class_table(
 ) -> list[dict]:
     """Per class tried: its runs' best and median choice RMSE (standardised).
 
+    A class whose first run a race stopped (:mod:`~keras_mgu.sysid.choice.racing`)
+    says where: ``stopped_at`` (the step) of ``stopped_of``.
+
     Each row also gives its best run's two halves of it: ``validation`` (the
     validation record simulated from its first measured samples) and
     ``horizon`` (:class:`RunResult`). ``arx``, the least-squares ARX model the lag classes
@@ -101,11 +119,15 @@ def class_table(
 def _class_row(name: str, runs: list[RunResult], count: int) -> dict:
     scores = [run.choice_rmse for run in runs]
     best = runs[int(np.argmin(scores))]
-    return {
+    row = {
         "class": name, "runs": count, "best": float(np.min(scores)),
         "median": float(np.median(scores)), "validation": test_like_rmse(best),
         "horizon": float(best.horizon_rmse),
     }  # fmt: skip
+    stopped = [run.stopped for run in runs if run.stopped]
+    if stopped:  # the class's first run, stopped by its race
+        row["stopped_at"], row["stopped_of"] = stopped[0]["iteration"], stopped[0]["iterations"]
+    return row
 
 
 def test_like_rmse(run: RunResult) -> float:
@@ -127,6 +149,8 @@ def describe_class_table(table: list[dict], chosen: str) -> str:
     for row in table:
         mark = "  <- chosen" if row["class"] == chosen else ""
         runs = "least squares" if row["runs"] == 0 else f"{row['runs']} run(s)"
+        if "stopped_at" in row:
+            runs += f", stopped at iteration {row['stopped_at']} of {row['stopped_of']}"
         nan = float("nan")
         parts = f"{row.get('validation', nan):.4f} | {row.get('horizon', nan):.4f}"
         lines.append(

@@ -32,6 +32,7 @@ from keras_mgu.datasets import Record, SysIdData
 from keras_mgu.sysid.choice import report
 from keras_mgu.sysid.choice.candidates import Structure, lag_structures
 from keras_mgu.sysid.choice.capacity import choose_capacity
+from keras_mgu.sysid.choice.racing import RaceCheckpoint, race_against, with_stop
 from keras_mgu.sysid.choice.runoff import OutputBox, describe_exit, stress_input
 from keras_mgu.sysid.choice.selection import describe_members, select
 from keras_mgu.sysid.config import RecipeConfig
@@ -128,8 +129,10 @@ class Restarts:
         self._arx: RunResult | None = None
 
     def first_runs(self, seed: int) -> list[RunResult]:
-        """One run of every class, from ``seed``."""
-        return self.train([(option, seed) for option in self.options])
+        """One run of every class, from ``seed``; the quick classes first, then the
+        others racing against the best finished (:mod:`~keras_mgu.sysid.choice.racing`)."""
+        race = self.options[0].config.racing
+        return self.train([(option, seed) for option in self.options], race=race)
 
     def winner(self, runs: list[RunResult], seed: int) -> tuple[Structure, list[dict]]:
         """The class of the best run, with its capacity screened (``capacity="search"``)."""
@@ -170,10 +173,17 @@ class Restarts:
             ranges=EstimationRange.of(est.u, est.y),
         )  # fmt: skip
 
-    def train(self, plan: list[tuple[Structure, int]], kind: str = "run") -> list[RunResult]:
+    def train(
+        self, plan: list[tuple[Structure, int]], kind: str = "run", race: bool = False
+    ) -> list[RunResult]:
         """Train ``plan`` (``(structure, seed)`` pairs); the results in the plan's order.
 
-        ``kind`` names the runs in the progress lines (``"run"`` or ``"screening"``).
+        ``kind`` names the runs in the progress lines (``"run"`` or
+        ``"screening"``). The lag classes train first, in the plan's order
+        (:func:`~keras_mgu.sysid.choice.candidates.model_classes` puts the
+        quick ones first); with ``race``, each other run races against the
+        best run finished before it
+        (:func:`~keras_mgu.sysid.choice.racing.race_against`).
         """
         lag = [i for i, (option, _) in enumerate(plan) if option.linear is not None]
         rest = [i for i in range(len(plan)) if i not in lag]
@@ -184,13 +194,17 @@ class Restarts:
             groups = [[i] for i in rest]
         runs: dict[int, RunResult] = {}
         for i in lag:
-            runs[i] = self._scored(self._train_lag(*plan[i]), *plan[i], kind)
+            checkpoint = race_against([plan[i][0]], list(runs.values())) if race else None
+            run = self._train_lag(*plan[i], race=checkpoint)
+            runs[i] = self._scored(with_stop(run, checkpoint), *plan[i], kind)
         for group in groups:
             share = self._share(len(group))
             members = [self._member(*plan[i]) for i in group]
-            trained = self._train_group(members, share)
-            for i, run in zip(group, trained, strict=True):
-                runs[i] = self._scored(run, *plan[i], kind)
+            options = [plan[i][0] for i in group]
+            checkpoint = race_against(options, list(runs.values())) if race else None
+            trained = self._train_group(members, share, checkpoint)
+            for member, (i, run) in enumerate(zip(group, trained, strict=True)):
+                runs[i] = self._scored(with_stop(run, checkpoint, member), *plan[i], kind)
         return [runs[i] for i in range(len(plan))]
 
     def arx_run(self, config: RecipeConfig) -> RunResult | None:
@@ -228,13 +242,15 @@ class Restarts:
             print(report.capacity_line(chosen), flush=True)
         return dataclasses.replace(winner, config=chosen), table
 
-    def _train_lag(self, option: Structure, seed: int) -> RunResult:
+    def _train_lag(
+        self, option: Structure, seed: int, race: RaceCheckpoint | None = None
+    ) -> RunResult:
         est, val = self.records[option.name]
         if option.name == "polynomial":
             return self._train_polynomial(option, seed)
         return train_lag_run(
             option.name, option.linear, est, val, option.config, seed, self.fit_verbose,
-            option.anchor, self.progress,
+            option.anchor, self.progress, race,
         )  # fmt: skip
 
     def _train_polynomial(self, option: Structure, seed: int) -> RunResult:
@@ -253,16 +269,17 @@ class Restarts:
         )
         return dataclasses.replace(run, seconds=time.perf_counter() - start)
 
-    def _train_group(self, members: list[PlannedRun], share: float | None) -> list[RunResult]:
+    def _train_group(
+        self, members: list[PlannedRun], share: float | None, race: RaceCheckpoint | None = None
+    ) -> list[RunResult]:
         callbacks = (*self.callbacks, *self.progress)
         if len(members) > 1:
-            return train_population(members, self.fit_verbose, callbacks, share)
+            return train_population(members, self.fit_verbose, callbacks, share, race)
         m = members[0]
-        return [
-            train_simulator(
-                m.estimation, m.validation, m.config, m.seed, self.fit_verbose, callbacks, share
-            )
-        ]
+        run = train_simulator(
+            m.estimation, m.validation, m.config, m.seed, self.fit_verbose, callbacks, share, race
+        )
+        return [run]
 
     def _share(self, n_runs: int) -> float | None:
         if self.budget is None:

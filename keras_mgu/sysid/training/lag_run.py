@@ -218,6 +218,7 @@ def train_lag_run(
     verbose: int = 0,
     anchor: LinearModel | None = None,
     callbacks: Sequence[keras.callbacks.Callback] = (),
+    race: Any = None,
 ) -> RunResult:
     """One run of lag class ``name`` on standardised records, ``config`` from :func:`lag_config`.
 
@@ -226,7 +227,9 @@ def train_lag_run(
     NARX and the loop fade to ``anchor`` (default ``linear``) outside
     ``estimation``'s range. (The polynomial class trains by
     :mod:`~keras_mgu.sysid.training.polynomial_run`.) ``verbose`` and
-    ``callbacks`` go to ``fit``.
+    ``callbacks`` go to ``fit``. ``race``: a
+    :class:`~keras_mgu.sysid.choice.racing.RaceCheckpoint` (or None) that
+    may stop the window phase at its checkpoint.
     """
     bounds = regressor_bounds(
         (estimation.u.min(0), estimation.u.max(0)), (estimation.y.min(0), estimation.y.max(0)),
@@ -246,7 +249,7 @@ def train_lag_run(
     else:
         model = build_output_error(linear)
     schedule = window_schedule(config, one_step_iterations(name, config))
-    info = train_lag_model(model, estimation, validation, schedule, seed, verbose, callbacks)
+    info = train_lag_model(model, estimation, validation, schedule, seed, verbose, callbacks, race)
     run = RunResult(model, seed, info["score"], info["iteration"], info["seconds"], None, config)
     run.validation_history = info["history"]
     return run
@@ -260,8 +263,12 @@ def train_lag_model(
     seed: int,
     verbose: int = 0,
     callbacks: Sequence[keras.callbacks.Callback] = (),
+    race: Any = None,
 ) -> dict[str, Any]:
     """Train a lag model (standardised records, lag ``L`` from its inputs) in two phases.
+
+    ``race`` (a :class:`~keras_mgu.sysid.choice.racing.RaceCheckpoint`, or
+    None) watches the window phase, on the best validation RMSE of both.
 
     Returns a dict: ``score`` (the best validation RMSE, standardised),
     ``iteration`` (when it was reached; 0: the start), ``history`` (``(step,
@@ -284,13 +291,23 @@ def train_lag_model(
                 schedule.decay_points, schedule.decay_rate, unit="iteration"
             )
         optimizer = keras.optimizers.Adam(schedule.learning_rate, clipnorm=1.0)
+        extra = ()
+        if race is not None and not one_step:
+            race.watch(_best_so_far(phases, stopper), steps, every, offset=done)
+            extra = (race,)
         seconds += fit_windows(
             model, windows, optimizer, stopper, decay, steps_per_epoch=steps,
-            batch_size=len(windows[1]) // steps, verbose=verbose, callbacks=callbacks,
+            batch_size=len(windows[1]) // steps, verbose=verbose,
+            callbacks=(*callbacks, *extra),
         )  # fmt: skip
         phases.append((done, stopper))
         done += steps
     return _best_of(model, phases, seconds)
+
+
+def _best_so_far(phases: list, stopper: WeightedEarlyStopping):
+    """The best validation RMSE of the phases done and ``stopper``'s, as a one-member list."""
+    return lambda: [min([s.best_score for _, s in phases] + [stopper.best_score])]
 
 
 def _phases(schedule: WindowSchedule) -> list[tuple[bool, int, int, int]]:

@@ -241,6 +241,7 @@ def train_population(
     verbose: int | str = 0,
     callbacks: Sequence[keras.callbacks.Callback] = (),
     time_budget: float | None = None,
+    race: Any = None,
 ) -> list:
     """Train ``members`` at once; one :class:`~keras_mgu.sysid.training.run.RunResult` each.
 
@@ -250,6 +251,9 @@ def train_population(
         callbacks: Further Keras callbacks for the population's ``fit``.
         time_budget: A cap on the population's wall time in seconds
             (default: the members' config's; ``None`` there: no cap).
+        race: A :class:`~keras_mgu.sysid.choice.racing.RaceCheckpoint` that
+            may stop the population at its checkpoint (every member behind),
+            or None.
 
     Each result's ``seconds`` is the population's wall time.
     """
@@ -281,6 +285,12 @@ def train_population(
             predict=setup.predict,
         )
         decay, budget, epochs = run.run_schedule(config, time_budget)
+        if race is not None:
+            race.watch(
+                lambda: [s.best_score for s in stopper.members], config.iterations,
+                config.validation_interval(),
+            )  # fmt: skip
+            callbacks = (*callbacks, race)
         windows = [run.training_windows(m.estimation, m.config, m.seed) for m in members]
         batches = (_GroupedBatches if grouped else _PopulationBatches)(windows)
         start = time.perf_counter()

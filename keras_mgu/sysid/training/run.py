@@ -127,7 +127,10 @@ class RunResult:
     coefficients and error reduction ratios. ``ran_off`` says where its free
     run left the estimation outputs' range (None: it did not, or it was not
     checked; :mod:`~keras_mgu.sysid.choice.runoff`): such a run is neither
-    chosen nor averaged. A run read from a model file
+    chosen nor averaged. ``stopped`` says where a class's first run was
+    stopped at its racing checkpoint, far behind the best run finished
+    (:mod:`~keras_mgu.sysid.choice.racing`; None: it ran all its
+    iterations). A run read from a model file
     makes its ``model`` when it is first read (:class:`DeferredModel`).
     """
 
@@ -149,6 +152,7 @@ class RunResult:
     window_horizon: int | None = None
     polynomial: Any = None
     ran_off: str | None = None
+    stopped: dict | None = None
 
     @property
     def choice_rmse(self) -> float:
@@ -255,6 +259,7 @@ def train_simulator(
     verbose: int | str = 0,
     callbacks: Sequence[keras.callbacks.Callback] = (),
     time_budget: float | None = None,
+    race: Any = None,
 ) -> RunResult:
     """Train one simulation model on records as the network sees them (see :func:`identify`).
 
@@ -268,6 +273,8 @@ def train_simulator(
         callbacks: Further Keras callbacks for ``fit``.
         time_budget: A cap on this run's wall time in seconds (default: the
             config's; ``None`` there: no cap).
+        race: A :class:`~keras_mgu.sysid.choice.racing.RaceCheckpoint` that
+            may stop the run at its checkpoint, or None.
     """
     n = _check_record(estimation, "estimation").n_samples
     config = (config or RecipeConfig()).resolved(n, shortest_experiment=shortest(estimation))
@@ -280,6 +287,9 @@ def train_simulator(
         restore_best_weights=True,
     )
     decay, budget, epochs = run_schedule(config, time_budget)
+    if race is not None:
+        race.watch(lambda: [stopper.best_score], config.iterations, config.validation_interval())
+        callbacks = (*callbacks, race)
     seconds = fit_windows(
         model, training_windows(estimation, config, seed), run_optimizer(config), stopper, decay,
         epochs=epochs, budget=budget, callbacks=callbacks, verbose=verbose,
