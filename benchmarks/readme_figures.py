@@ -6,10 +6,14 @@ in a fresh process with ``KERAS_BACKEND`` set, reads the figures it prints
 (the last line's ``test RMSE``, the test output's standard deviation, the
 band's coverage, the one-step prediction beside the ARX model's and the last
 sample's, the class chosen) and compares each with the digits README.md
-prints for that backend, rounded as README.md rounds them. Exit status 1
-where one differs. ``tests/test_readme.py`` runs it for TensorFlow (the
-backend README.md quotes first) in CI; the others are checked before a
-release:
+prints for that backend, rounded as README.md rounds them: ``same`` where
+the digits repeat (they do on the machine README.md names), ``close`` where
+the figure is within :data:`TOLERANCE` of README's (another CPU rounds
+float32 training differently: the native loops are built for it, and the
+frameworks pick their kernels for it; the class chosen and the data's
+figures must still be the same). Exit status 1 where one is not close.
+``tests/test_readme.py`` runs it for TensorFlow (the backend README.md
+quotes first) in CI; the others are checked before a release:
 
     python benchmarks/readme_figures.py --backends tensorflow jax
 """
@@ -26,6 +30,8 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+#: How far a figure of a fresh run on another machine may be from README's (relative).
+TOLERANCE = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,12 +122,14 @@ def compare(backend: str, output: str, readme: str) -> list[dict]:
         if figure.scale == 0.0:  # a class name: the line of the class table marked chosen
             chosen = re.search(r"^\s+(\S+)\s.*<- chosen$", output, re.MULTILINE)
             got = chosen.group(1) if chosen else "?"
+            close = got == want
         else:
             found = re.search(figure.run, output, re.MULTILINE)
             value = float(found.group(1)) * figure.scale if found else float("nan")
             got = f"{value:.{_decimals(want)}f}"
+            close = abs(value - float(want)) <= TOLERANCE * abs(float(want))
         rows.append({"backend": backend, "figure": figure.name, "readme": want, "run": got,
-                     "same": got == want})  # fmt: skip
+                     "same": got == want, "close": bool(close)})  # fmt: skip
     return rows
 
 
@@ -138,15 +146,16 @@ def main(argv: list[str] | None = None) -> int:
                         choices=sorted(FIGURES))  # fmt: skip
     args = parser.parse_args(argv)
     status = 0
-    print("| backend | figure | README.md | fresh run | same |")
-    print("|---|---|---|---|---|")
+    print(f"| backend | figure | README.md | fresh run | same | within {TOLERANCE:.0%} |")
+    print("|---|---|---|---|---|---|")
     for backend in args.backends:
         rows, seconds = check(backend)
         for row in rows:
-            print(f"| {backend} | {row['figure']} | {row['readme']} | {row['run']} | "
-                  f"{'yes' if row['same'] else 'NO'} |")  # fmt: skip
-            status |= not row["same"]
-        print(f"| {backend} | wall seconds (this machine) | | {seconds:.0f} | |", flush=True)
+            same, close = ("yes" if row["same"] else "no"), ("yes" if row["close"] else "NO")
+            print(f"| {backend} | {row['figure']} | {row['readme']} | {row['run']} | {same} | "
+                  f"{close} |")  # fmt: skip
+            status |= not row["close"]
+        print(f"| {backend} | wall seconds (this machine) | | {seconds:.0f} | | |", flush=True)
     return status
 
 

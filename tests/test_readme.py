@@ -279,13 +279,18 @@ def test_readme_figures_are_found_and_a_different_digit_is_caught():
     ])  # fmt: skip
     rows = {row["figure"]: row for row in figures.compare("jax", output, readme)}
     assert set(rows) == set(want)
-    assert not rows["test RMSE"]["same"]  # one digit off
+    assert not rows["test RMSE"]["same"] and rows["test RMSE"]["close"]  # one digit off
     assert all(rows[name]["same"] for name in want if name != "test RMSE"), rows
+    far = float(want["test RMSE"]) * (1 + 2 * figures.TOLERANCE)
+    output = output.replace(output.splitlines()[-1], f"test RMSE: {far:.5f}")
+    rows = {row["figure"]: row for row in figures.compare("jax", output, readme)}
+    assert not rows["test RMSE"]["close"]  # off by twice the tolerance
 
 
 @END_TO_END
 @requires("tensorflow", subject="the quick start runs on TensorFlow")
 def test_readme_quick_start_prints_the_figures_readme_quotes():
-    """The quick start's first command, run afresh on TensorFlow, prints README.md's digits."""
+    """The quick start's first command, run afresh on TensorFlow, prints README.md's figures
+    (its digits on README's machine, within the tolerance of another CPU's rounding here)."""
     rows, _ = _readme_figures().check("tensorflow")
-    assert rows and all(row["same"] for row in rows), rows
+    assert rows and all(row["close"] for row in rows), rows

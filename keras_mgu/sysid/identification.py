@@ -256,7 +256,10 @@ class Identification(RecordErrors):
             return mean
         reference = self.reference().predictions(u, y, horizons, n)
         last = last_sample_predictions(y, horizons, n)
-        return self.prediction_mix.mixed(mean, reference, last)
+        mixed = self.prediction_mix.mixed(mean, reference, last)
+        for k in horizons:  # a mix of equal rows rounds in its last bit: the measured ones
+            mixed[k][:n] = y[:n]
+        return mixed
 
     def with_window_horizons(self, record: Record, n_initial: int | None = None) -> Identification:
         """This identification with its lag-class members' window horizons chosen on ``record``
