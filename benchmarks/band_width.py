@@ -108,9 +108,25 @@ def run_one(record: str, seed: int, data_root: str) -> dict:
     return row
 
 
+def read_rows(out: str) -> list[dict]:
+    """Every result under ``out`` (``RECORD/BACKEND_seedS.json``), in the folders' order."""
+    return [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "*", "*.json")))]
+
+
+def write_row(out: str, row: dict) -> str:
+    """Write ``row`` (its ``record``, ``backend`` and ``seed``) to
+    ``out/RECORD/BACKEND_seedS.json`` (``zoo:NAME`` as ``zoo_NAME``); its path."""
+    folder = os.path.join(out, row["record"].replace(":", "_"))
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{row['backend']}_seed{row['seed']}.json")
+    with open(path, "w") as f:
+        json.dump(row, f, indent=1, default=str)
+    return path
+
+
 def report(out: str) -> str:
     """The markdown table of every run under ``out``, and the medians over seeds."""
-    rows = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "*", "*.json")))]
+    rows = read_rows(out)
     lines = [
         "| record | part | backend | seeds | chosen | coverage one width | coverage scaled "
         "| coverage reach | width/RMSE one width | scaled | reach |",
@@ -156,10 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     for record in args.records:
         for seed in args.seeds:
             row = run_one(record, seed, args.data_root)
-            folder = os.path.join(args.out, record.replace(":", "_"))
-            os.makedirs(folder, exist_ok=True)
-            with open(os.path.join(folder, f"{row['backend']}_seed{seed}.json"), "w") as f:
-                json.dump(row, f, indent=1)
+            write_row(args.out, row)
             test = row["test"]
             print(f"{record} seed {seed}: {row['chosen']}, test coverage "
                   f"{test['constant']['coverage']:.3f} / {test['scaled']['coverage']:.3f}",

@@ -29,8 +29,6 @@ length, data seed 0); a measured record's folder is read from ``--data-root``
 from __future__ import annotations
 
 import argparse
-import glob
-import json
 import math
 import os
 import statistics
@@ -38,24 +36,21 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from benchmarks.band_width import load, read_rows, write_row  # noqa: E402
+
 DEFAULT_OUT = os.path.join(HERE, "results", "racing")
-ZOO = "zoo:"
-
-
-def load(record: str, data_root: str):
-    """``(data, plant)``: the records of ``zoo:NAME`` (and its plant) or of a measured folder."""
-    from keras_mgu import datasets
-
-    if record.startswith(ZOO):
-        plant = datasets.zoo_plant(record[len(ZOO) :], seed=0)
-        return plant.data, plant
-    return datasets.load_benchmark(record, os.path.join(data_root, record)), None
 
 
 def checkpoint_ratio(run) -> float | None:
     """A racing run's floor at its checkpoint over its choice RMSE at its end (None: it does
     not race)."""
-    from keras_mgu.sysid.choice.racing import QUICK_CLASSES, checkpoint_iteration, network_scale
+    from keras_mgu.sysid.choice.racing import (
+        QUICK_CLASSES,
+        checkpoint_iteration,
+        floors,
+        network_scale,
+    )
     from keras_mgu.sysid.training.lag_run import one_step_iterations
 
     if run.structure in QUICK_CLASSES:
@@ -70,8 +65,7 @@ def checkpoint_ratio(run) -> float | None:
         history = [(h["iteration"], h["score"]) for h in run.stopper.history]
     at = offset + checkpoint_iteration(config.iterations, every)
     best = min((score for step, score in history if step <= at), default=math.inf)
-    floor = network_scale(run.path) * best / math.sqrt(2.0)
-    return floor / run.choice_rmse
+    return floors([best], [network_scale(run.path)])[0] / run.choice_rmse
 
 
 def identify_once(data, plant, seed: int, racing: bool) -> dict:
@@ -117,7 +111,7 @@ def run_one(record: str, seed: int, data_root: str) -> dict:
 
 def report(out: str) -> str:
     """The markdown tables of every result under ``out``."""
-    rows = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "*", "*.json")))]
+    rows = read_rows(out)
     lines = [
         "| record | backend | seed | chosen (unraced / raced) | same members | test (unraced / "
         "raced) | seconds unraced | raced | ratio | stopped |",
@@ -166,11 +160,7 @@ def main(argv=None) -> int:
     for record in args.records:
         for seed in args.seeds:
             row = run_one(record, seed, args.data_root)
-            folder = os.path.join(args.out, record.replace(":", "_"))
-            os.makedirs(folder, exist_ok=True)
-            path = os.path.join(folder, f"{args.backend}_seed{seed}.json")
-            with open(path, "w") as f:
-                json.dump(row, f, indent=1, default=str)
+            path = write_row(args.out, row)
             print(f"{record} seed {seed}: unraced {row['unraced']['seconds']:.0f} s, raced "
                   f"{row['raced']['seconds']:.0f} s -> {path}", flush=True)  # fmt: skip
     return 0

@@ -41,7 +41,7 @@ import numpy as np
 
 __all__ = [
     "QUICK_CLASSES", "RACE_FACTOR", "RACE_FRACTION", "RaceCheckpoint", "checkpoint_iteration",
-    "goes_on", "network_scale", "race_against", "with_stop",
+    "floors", "goes_on", "network_scale", "race_against", "with_stop",
 ]  # fmt: skip
 
 #: The classes whose runs take seconds (the polynomial's least squares and refinement, the
@@ -60,6 +60,15 @@ def checkpoint_iteration(iterations: int, every: int, fraction: float = RACE_FRA
     return min(iterations, every * max(1, math.ceil(fraction * iterations / every)))
 
 
+def floors(scores: Sequence[float], scales: Sequence[float]) -> list[float]:
+    """Each member's floor ``s v / sqrt(2)`` under the choice RMSE it can reach (module
+    docstring): ``scores`` its best validation RMSE so far in the network's units, ``scales``
+    the smallest scale from those units to standardised outputs."""
+    if len(scores) != len(scales):
+        raise ValueError(f"{len(scores)} scores for {len(scales)} scales; give one each.")
+    return [s * v / math.sqrt(2.0) for v, s in zip(scores, scales, strict=True)]
+
+
 def goes_on(
     scores: Sequence[float], scales: Sequence[float], reference: float,
     factor: float = RACE_FACTOR,
@@ -75,12 +84,10 @@ def goes_on(
 
     A member with no finite score yet (diverged) is behind.
     """
-    if len(scores) != len(scales):
-        raise ValueError(f"{len(scores)} scores for {len(scales)} scales; give one each.")
+    below = floors(scores, scales)
     if not math.isfinite(reference):
         return True
-    floors = [s * v / math.sqrt(2.0) for v, s in zip(scores, scales, strict=True)]
-    return any(f <= factor * reference for f in floors)  # NaN, inf: no finite check, behind
+    return any(f <= factor * reference for f in below)  # NaN, inf: no finite check, behind
 
 
 class RaceCheckpoint(keras.callbacks.Callback):
@@ -139,10 +146,9 @@ class RaceCheckpoint(keras.callbacks.Callback):
         scores = [float(s) for s in self._scores()]
         if goes_on(scores, self.scales, self.reference, self.factor):
             return
-        floors = [s * v / math.sqrt(2.0) for v, s in zip(scores, self.scales, strict=True)]
         self.stopped = {
             "iteration": self._offset + self._seen, "iterations": self._offset + self._iterations,
-            "floors": floors, "reference": self.reference,
+            "floors": floors(scores, self.scales), "reference": self.reference,
         }  # fmt: skip
         self.model.stop_training = True
 

@@ -99,7 +99,7 @@ def class_table(
     """Per class tried: its runs' best and median choice RMSE (standardised).
 
     A class whose first run a race stopped (:mod:`~keras_mgu.sysid.choice.racing`)
-    says where: ``stopped_at`` (the step) of ``stopped_of``.
+    says where: ``stopped_at`` (the iteration) of ``stopped_of``.
 
     Each row also gives its best run's two halves of it: ``validation`` (the
     validation record simulated from its first measured samples) and
