@@ -10,7 +10,7 @@ from scipy.signal import lfilter
 from keras_mgu import datasets, sysid
 from keras_mgu.datasets import Record, SysIdData
 from keras_mgu.sysid import RecipeConfig, identify
-from tests.helpers import NETWORK_CLASSES
+from tests.helpers import END_TO_END, NETWORK_CLASSES
 
 TINY = RecipeConfig(
     units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3, model_classes=NETWORK_CLASSES
@@ -164,6 +164,7 @@ def test_weight_decay_reaches_the_optimizer(tanks, decay):
     assert float(run.model.optimizer.weight_decay or 0.0) == pytest.approx(decay)
 
 
+@END_TO_END
 def test_restarts_are_chosen_on_validation_and_never_see_the_test_record(tanks):
     config = dataclasses.replace(TINY, linear_prior=False)
     found = identify(tanks, config, restarts=3, seed=5)
@@ -181,6 +182,7 @@ def test_restarts_are_chosen_on_validation_and_never_see_the_test_record(tanks):
     np.testing.assert_allclose(again.simulate(tanks.test.u), y_sim, atol=1e-5)
 
 
+@END_TO_END
 def test_both_structures_are_tried_and_the_better_one_gets_the_restarts(tanks):
     found = identify(tanks, TINY, restarts=3, seed=7)
     assert found.linear_table and len(found.runs) == 4  # the linear model explains validation
@@ -251,6 +253,7 @@ def test_long_multichannel_record_trains_on_windows():
     assert found.simulate(val.u, val.y[:30]).shape == (1000, 2)
 
 
+@END_TO_END
 def test_the_linear_model_is_used_where_it_explains_validation():
     rng = np.random.default_rng(1)
     u = rng.normal(size=(900, 1))

@@ -8,7 +8,7 @@ import pytest
 from keras_mgu import datasets
 from keras_mgu.sysid import RecipeConfig, estimate_training, identify
 from keras_mgu.sysid.timing import describe_seconds
-from tests.helpers import NETWORK_CLASSES
+from tests.helpers import END_TO_END, NETWORK_CLASSES
 
 TINY = RecipeConfig(
     units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3, model_classes=NETWORK_CLASSES
@@ -20,6 +20,7 @@ def tanks():
     return datasets.simulate_cascaded_tanks(n_samples=160, seed=0)
 
 
+@END_TO_END
 @pytest.mark.parametrize("cell, restarts", [("mgu", 2), ("gru", 1)])
 def test_estimate_counts_the_runs_and_iterations_identify_trains(tanks, cell, restarts):
     config = dataclasses.replace(TINY, cell=cell)

@@ -13,7 +13,7 @@ from keras_mgu.sysid.choice.capacity import (
     choose_capacity,
     screening_configs,
 )
-from tests.helpers import NETWORK_CLASSES
+from tests.helpers import END_TO_END, NETWORK_CLASSES
 
 TINY = RecipeConfig(
     iterations=8,
@@ -68,6 +68,7 @@ def test_the_lowest_validation_score_chooses_and_nan_never_wins():
         choose_capacity(full, lambda configs: [1.0, 2.0])
 
 
+@END_TO_END
 def test_identify_trains_the_restarts_with_the_capacity_that_validated_best(tanks, tmp_path):
     found = identify(tanks, TINY, restarts=3, seed=0)
     table = found.capacity_table

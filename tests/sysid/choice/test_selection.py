@@ -9,7 +9,7 @@ from keras_mgu import datasets
 from keras_mgu.sysid import RecipeConfig, greedy_ensemble, identify
 from keras_mgu.sysid.choice.restarts import selection_pool
 from keras_mgu.sysid.choice.selection import select
-from tests.helpers import NETWORK_CLASSES
+from tests.helpers import END_TO_END, NETWORK_CLASSES
 
 TINY = RecipeConfig(
     units=(4,), iterations=6, steps_per_epoch=3, validation_checks=3, model_classes=NETWORK_CLASSES
@@ -77,6 +77,7 @@ def tanks():
     return datasets.simulate_cascaded_tanks(n_samples=160, seed=0)
 
 
+@END_TO_END
 def test_identify_averages_the_runs_chosen_on_validation(tanks):
     config = dataclasses.replace(TINY, linear_prior=False)
     best = identify(tanks, config, restarts=3, seed=3)

@@ -17,7 +17,7 @@ from keras_mgu.sysid import (
     train_population,
     train_simulator,
 )
-from tests.helpers import short_network_config
+from tests.helpers import END_TO_END, short_network_config
 
 TINY = short_network_config(5, 30, 3)
 ENCODER = dataclasses.replace(
@@ -61,6 +61,7 @@ def test_population_equals_runs_one_by_one(records, config):
     assert together[0].model.name == alone[0].model.name  # names restored after training
 
 
+@END_TO_END
 def test_identify_chooses_the_same_run_either_way(records):
     data, _, _ = records
     config = dataclasses.replace(TINY, linear_prior=False)
