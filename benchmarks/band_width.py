@@ -140,8 +140,7 @@ def report(out: str) -> str:
             if not parts:
                 continue
             widths = {
-                band: statistics.median(p[band]["width_over_rmse"] for p in parts)
-                for band in BANDS
+                band: statistics.median(p[band]["width_over_rmse"] for p in parts) for band in BANDS
             }
             covers = {
                 band: " / ".join(f"{p[band]['coverage']:.3f}" for p in parts) for band in BANDS

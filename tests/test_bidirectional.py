@@ -53,7 +53,11 @@ def test_zero_output_for_mask_matches_reference(
         mask[0, -2:] = False  # leading in processing order
     out, state = layer(x, initial_state=h0, mask=mask)
     want_seq, want_state = reference.mgu_sequence(
-        x, *weights, initial_state=h0, mask=mask, go_backwards=go_backwards,
+        x,
+        *weights,
+        initial_state=h0,
+        mask=mask,
+        go_backwards=go_backwards,
         zero_output_for_mask=True,
     )
     want = want_seq if return_sequences else want_seq[:, -1]

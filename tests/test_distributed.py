@@ -27,8 +27,9 @@ SCRIPT = os.path.join(ROOT, "tests", "scripts", "distributed_train.py")
 def run_script() -> dict:
     env = dict(os.environ, KERAS_BACKEND=BACKEND, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("XLA_FLAGS", None)
-    proc = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True, env=env,
-                          timeout=600)
+    proc = subprocess.run(
+        [sys.executable, SCRIPT], capture_output=True, text=True, env=env, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -37,14 +38,17 @@ def check_same_training(result: dict) -> None:
     assert result["devices"] == 2
     assert result["weights_moved"] > 1e-3  # training did change the weights
     assert result["max_weight_difference"] < 1e-5
-    np.testing.assert_allclose(result["distributed_learning_rates"],
-                               result["single_learning_rates"], rtol=1e-7)
+    np.testing.assert_allclose(
+        result["distributed_learning_rates"], result["single_learning_rates"], rtol=1e-7
+    )
     # LearningRateDecayPoints([0.5, 0.75], 0.5) over 4 epochs: decays at epochs 2 and 3.
-    np.testing.assert_allclose(result["single_learning_rates"],
-                               [0.02, 0.01, 0.005, 0.005], rtol=1e-6)
+    np.testing.assert_allclose(
+        result["single_learning_rates"], [0.02, 0.01, 0.005, 0.005], rtol=1e-6
+    )
     assert result["distributed_checks"] == result["single_checks"] == 7  # iterations 1,2,4,..,12
-    np.testing.assert_allclose(result["distributed_best_score"], result["single_best_score"],
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        result["distributed_best_score"], result["single_best_score"], rtol=1e-5
+    )
     if MGU(4).uses_fused_path:
         assert result["distributed_uses_fused_path"]
         assert result["distributed_fused_calls"] > 0 and result["single_fused_calls"] > 0

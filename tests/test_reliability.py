@@ -202,8 +202,15 @@ def test_truncated_bptt_fit_recipe_equals_manual_loop(rng, implementation):
 
     fitted = stateful_model(streams, window, implementation)
     initial = fitted.get_weights()
-    fitted.fit(x, y, batch_size=streams, epochs=epochs, shuffle=False, verbose=0,
-               callbacks=[ResetStatesAtEpochBegin()])
+    fitted.fit(
+        x,
+        y,
+        batch_size=streams,
+        epochs=epochs,
+        shuffle=False,
+        verbose=0,
+        callbacks=[ResetStatesAtEpochBegin()],
+    )
 
     manual = stateful_model(streams, window, implementation)
     manual.set_weights(initial)
@@ -231,15 +238,22 @@ def load_crash_script():
 
 
 def subprocess_env():
-    return dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3",
-                KERAS_BACKEND=keras.backend.backend())
+    return dict(
+        os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3", KERAS_BACKEND=keras.backend.backend()
+    )
 
 
 def run_until_hang_then_kill(workdir, hang_at):
-    cmd = [sys.executable, os.path.join(SCRIPTS, "crash_train.py"), str(workdir),
-           "--hang-at", hang_at]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=subprocess_env())
+    cmd = [
+        sys.executable,
+        os.path.join(SCRIPTS, "crash_train.py"),
+        str(workdir),
+        "--hang-at",
+        hang_at,
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env()
+    )
     events = []
     try:
         for line in proc.stdout:
@@ -283,7 +297,10 @@ def test_killed_run_resumes_without_losing_best_model_or_schedule(tmp_path):
 
     resumed = subprocess.run(
         [sys.executable, os.path.join(SCRIPTS, "crash_train.py"), str(workdir)],
-        capture_output=True, text=True, env=subprocess_env(), timeout=600,
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=600,
     )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     resumed_events = [json.loads(line) for line in resumed.stdout.splitlines()]

@@ -159,7 +159,6 @@ def test_low_precision_inputs(rng, dtype):
     np.testing.assert_allclose(np.asarray(state, np.float64), exact[1], atol=tol, rtol=tol)
 
 
-
 # ------------------------------------------------------------------- gradients
 def weighted_loss(outputs, state):
     """A loss that weights every output and the final state differently."""

@@ -73,15 +73,15 @@ class Progress(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
         if self.hang_at == (self.epoch, batch + 1):
-            print(json.dumps({"event": "hang", "epoch": self.epoch, "batch": batch + 1}),
-                  flush=True)
+            print(
+                json.dumps({"event": "hang", "epoch": self.epoch, "batch": batch + 1}), flush=True
+            )
             time.sleep(600)
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         lr = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
         self.learning_rates[epoch + 1] = lr
-        print(json.dumps({"event": "epoch", "epoch": epoch + 1, "learning_rate": lr}),
-              flush=True)
+        print(json.dumps({"event": "epoch", "epoch": epoch + 1, "learning_rate": lr}), flush=True)
 
 
 def train(workdir: str, epochs: int = 8, hang_at: tuple[int, int] | None = None) -> dict:
@@ -101,8 +101,7 @@ def train(workdir: str, epochs: int = 8, hang_at: tuple[int, int] | None = None)
         stopper,
         progress,
     ]
-    model.fit(x, y, batch_size=BATCH, epochs=epochs, shuffle=False, verbose=0,
-              callbacks=callbacks)
+    model.fit(x, y, batch_size=BATCH, epochs=epochs, shuffle=False, verbose=0, callbacks=callbacks)
     result = {
         "learning_rates": progress.learning_rates,
         "best_score": stopper.best_score,

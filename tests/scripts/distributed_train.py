@@ -78,15 +78,27 @@ def train(model: keras.Model, initial: list) -> dict:
     (x, y), (xv, yv) = make_data()
     model.set_weights(initial)
     stopper = WeightedEarlyStopping(
-        {"val_loss": 1.0, "loss": 0.1}, validation_data=(xv, yv), validation_frequency=2,
+        {"val_loss": 1.0, "loss": 0.1},
+        validation_data=(xv, yv),
+        validation_frequency=2,
         validation_batch_size=GLOBAL_BATCH,
     )
     lrs = []
-    record = keras.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: lrs.append(
-        float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))))
+    record = keras.callbacks.LambdaCallback(
+        on_epoch_end=lambda e, logs: lrs.append(
+            float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
+        )
+    )
     before = FUSED_CALLS["count"]
-    model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=EPOCHS, shuffle=False, verbose=0,
-              callbacks=[LearningRateDecayPoints([0.5, 0.75], 0.5), stopper, record])
+    model.fit(
+        x,
+        y,
+        batch_size=GLOBAL_BATCH,
+        epochs=EPOCHS,
+        shuffle=False,
+        verbose=0,
+        callbacks=[LearningRateDecayPoints([0.5, 0.75], 0.5), stopper, record],
+    )
     return {
         "weights": [np.asarray(w) for w in model.get_weights()],
         "learning_rates": lrs,
@@ -126,10 +138,11 @@ def main() -> None:
         "devices": devices,
         "max_weight_difference": max(diffs),
         "weights_moved": moved,
-        **{f"{name}_{key}": run[key] for name, run in (("single", single),
-                                                       ("distributed", distributed))
-           for key in ("learning_rates", "best_score", "checks", "fused_calls",
-                       "uses_fused_path")},
+        **{
+            f"{name}_{key}": run[key]
+            for name, run in (("single", single), ("distributed", distributed))
+            for key in ("learning_rates", "best_score", "checks", "fused_calls", "uses_fused_path")
+        },
     }
     print(json.dumps(summary))
 

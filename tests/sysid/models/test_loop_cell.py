@@ -210,6 +210,7 @@ def _numpy_faded(cell, u, y_past, u_past):
     kernel, bias, out = w["arx_kernel"], w["arx_bias"], w["branch_out"]
     anchor_k, anchor_b, lower, upper = w["anchor_kernel"], w["anchor_bias"], w["lower"], w["upper"]
     mlp = [w[f"hidden_{k}_{part}"] for k in range(len(cell.hidden)) for part in ("kernel", "bias")]
+
     def step(r):
         inside = np.clip(r, lower, upper)
         excess = np.max(np.abs(r - inside) / (upper - lower))
