@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
+import types
 from collections.abc import Callable, Sequence
 
 import keras
@@ -12,6 +15,23 @@ import pytest
 from keras_mgu import MGU
 
 BACKEND = keras.backend.backend()
+
+#: The repository's root folder.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def load_script(*path: str, register: bool = False) -> types.ModuleType:
+    """The Python file at ``ROOT/*path`` (a benchmark, an example, a test script) as a module
+    named after the file; ``register``: in ``sys.modules`` too (a dataclass of the file looks
+    its module up there)."""
+    name = os.path.splitext(path[-1])[0]
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, *path))
+    module = importlib.util.module_from_spec(spec)
+    if register:
+        sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
 
 #: For tests whose subject does not depend on the Keras backend (building the
 #: native core library, installing the package, file loaders): they run once,

@@ -1,27 +1,18 @@
 """benchmarks/edge_fold.py: its edge block, its folds and its three behaviours beyond the range."""
 
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 
 from keras_mgu.datasets import Record, zoo_plant
 from keras_mgu.sysid.models.polynomial import fit_polynomial
-from tests.helpers import BACKEND_INDEPENDENT
+from tests.helpers import BACKEND_INDEPENDENT, load_script
 
 pytestmark = BACKEND_INDEPENDENT
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 
 @pytest.fixture(scope="module")
 def edge_fold():
-    path = os.path.join(ROOT, "benchmarks", "edge_fold.py")
-    spec = importlib.util.spec_from_file_location("edge_fold", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks", "edge_fold.py")
 
 
 @pytest.fixture(scope="module")

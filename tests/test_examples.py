@@ -1,7 +1,6 @@
 """The examples run end to end in their reduced modes."""
 
 import csv
-import importlib.util
 import json
 import os
 import re
@@ -10,7 +9,7 @@ import numpy as np
 import pytest
 
 from keras_mgu import sysid
-from tests.helpers import BACKEND_INDEPENDENT, END_TO_END
+from tests.helpers import BACKEND_INDEPENDENT, END_TO_END, load_script
 
 pytestmark = END_TO_END
 
@@ -23,10 +22,7 @@ SYSID_EXAMPLE = BACKEND_INDEPENDENT
 
 
 def load_example(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(EXAMPLES, f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("examples", f"{name}.py")
 
 
 def reported_rmse(output: str) -> float:

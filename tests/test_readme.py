@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.helpers import BACKEND_INDEPENDENT, END_TO_END, requires
+from tests.helpers import BACKEND_INDEPENDENT, END_TO_END, load_script, requires
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 MAPPING_HEADING = "## From a custom MATLAB training loop to keras-mgu"
@@ -252,14 +252,7 @@ def test_the_package_imports_and_identifies_without_tensorflow(tmp_path):
 
 
 def _readme_figures():
-    import importlib.util
-
-    path = os.path.join(ROOT, "benchmarks", "readme_figures.py")
-    spec = importlib.util.spec_from_file_location("readme_figures", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["readme_figures"] = module  # its dataclass looks its module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks", "readme_figures.py", register=True)  # it has a dataclass
 
 
 @BACKEND_INDEPENDENT

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -15,7 +14,13 @@ import pytest
 
 from keras_mgu import MGU
 from keras_mgu.kernels import reference
-from tests.helpers import CELL_AND_FUSED, random_mgu_weights, to_numpy, value_and_grad
+from tests.helpers import (
+    CELL_AND_FUSED,
+    load_script,
+    random_mgu_weights,
+    to_numpy,
+    value_and_grad,
+)
 
 IMPLEMENTATIONS = CELL_AND_FUSED
 D, H = 3, 4
@@ -230,11 +235,7 @@ def test_truncated_bptt_fit_recipe_equals_manual_loop(rng, implementation):
 
 
 def load_crash_script():
-    path = os.path.join(SCRIPTS, "crash_train.py")
-    spec = importlib.util.spec_from_file_location("crash_train", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tests", "scripts", "crash_train.py")
 
 
 def subprocess_env():

@@ -1,6 +1,5 @@
 """benchmarks/sysid_suite.py: benchmark names, zoo scores and the report's tables."""
 
-import importlib.util
 import json
 import os
 
@@ -9,17 +8,13 @@ import pytest
 
 from keras_mgu.datasets import Normalizer, zoo_plant
 from keras_mgu.sysid import Identification, select_linear_model
-from tests.helpers import BACKEND_INDEPENDENT, END_TO_END
+from tests.helpers import BACKEND_INDEPENDENT, END_TO_END, load_script
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 
 def load_suite():
-    path = os.path.join(ROOT, "benchmarks", "sysid_suite.py")
-    spec = importlib.util.spec_from_file_location("sysid_suite", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks", "sysid_suite.py")
 
 
 def write_result(folder, seed, **fields):

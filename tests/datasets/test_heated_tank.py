@@ -18,7 +18,7 @@ from keras_mgu.datasets import (
     simulate_heated_tank,
     zoo_plant,
 )
-from tests.helpers import BACKEND_INDEPENDENT
+from tests.helpers import BACKEND_INDEPENDENT, load_script
 
 pytestmark = BACKEND_INDEPENDENT
 
@@ -133,15 +133,7 @@ def test_heated_tank_records_stay_in_range_and_the_beyond_tail_leaves_it(seed):
 
 
 def _load_dead_time_script():
-    import importlib.util
-    import os
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    path = os.path.join(root, "benchmarks", "dead_time.py")
-    spec = importlib.util.spec_from_file_location("dead_time", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks", "dead_time.py")
 
 
 def test_dead_time_references_fit_and_run_a_delayed_arx():
