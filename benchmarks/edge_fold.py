@@ -62,29 +62,29 @@ def standardised(record, means, stds):
     )
 
 
-def edge_split(estimation, share: float):
-    """``(rest, edge)``: the block of ``share`` of the record around its largest excursion (a
-    piece of the rest of 20 samples or fewer is left out)."""
-    from keras_mgu.datasets import join_experiments
-
-    n, b = estimation.n_samples, int(estimation.n_samples * share)
-    excursion = np.concatenate([np.abs(estimation.u), np.abs(estimation.y)], axis=1).max(axis=1)
-    start = min(max(int(np.argmax(excursion)) - b // 2, 0), n - b)
-    parts = [(0, start), (start + b, n)]
-    rest = join_experiments([estimation.slice(i, j) for i, j in parts if j - i > 20])
-    return rest, estimation.slice(start, start + b)
-
-
-def blocks(estimation, k: int):
-    """``(rest, block)`` for each of ``k`` contiguous blocks of the record (a piece of the rest
-    of 20 samples or fewer is left out: too short to fit)."""
+def held_out(estimation, start: int, stop: int):
+    """``(rest, block)``: samples ``[start, stop)`` set aside, the pieces before and after them
+    as two experiments (a piece of 20 samples or fewer is left out: too short to fit)."""
     from keras_mgu.datasets import join_experiments
 
     n = estimation.n_samples
-    edges = np.linspace(0, n, k + 1).astype(int)
+    rest = [estimation.slice(i, j) for i, j in ((0, start), (stop, n)) if j - i > 20]
+    return join_experiments(rest), estimation.slice(start, stop)
+
+
+def edge_split(estimation, share: float):
+    """``(rest, edge)``: the block of ``share`` of the record around its largest excursion."""
+    n, b = estimation.n_samples, int(estimation.n_samples * share)
+    excursion = np.concatenate([np.abs(estimation.u), np.abs(estimation.y)], axis=1).max(axis=1)
+    start = min(max(int(np.argmax(excursion)) - b // 2, 0), n - b)
+    return held_out(estimation, start, start + b)
+
+
+def blocks(estimation, k: int):
+    """``(rest, block)`` for each of ``k`` contiguous blocks of the record."""
+    edges = np.linspace(0, estimation.n_samples, k + 1).astype(int)
     for a, b in zip(edges[:-1], edges[1:]):
-        rest = [estimation.slice(i, j) for i, j in ((0, a), (b, n)) if j - i > 20]
-        yield join_experiments(rest), estimation.slice(a, b)
+        yield held_out(estimation, a, b)
 
 
 def anchor(model, record):
