@@ -43,6 +43,7 @@ from collections.abc import Mapping
 from keras_mgu.sysid.config_checks import (
     check_decay,
     check_held_out,
+    check_held_out_at,
     check_rule,
     check_score_weights,
     non_negative,
@@ -185,6 +186,9 @@ class RecipeConfig:
             ``[0, 0.5]``. ``0`` (default): nothing is held out, and the
             choice's second half is the free run through the estimation
             record the runs fitted.
+        held_out_at: Which part is held out: ``"start"`` (default), the
+            first experiment's first ``held_out`` share; ``"end"``, the last
+            experiment's last share, so that the runs fit the record's start.
         refit: Once the choice is made, train the runs it keeps again on the
             whole estimation record, the held-out start included
             (:mod:`~keras_mgu.sysid.choice.refit`). ``False`` (default): keep
@@ -227,12 +231,14 @@ class RecipeConfig:
     model_classes: tuple[str, ...] | None = None
     input_delay: int | tuple[int, ...] | None = None
     held_out: float = 0.0
+    held_out_at: str = "start"
     refit: bool = False
     racing: bool = True
 
     def __post_init__(self) -> None:
         check_rule(self.selection)
         object.__setattr__(self, "held_out", check_held_out(self.held_out))
+        check_held_out_at(self.held_out_at)
         for name in ("refit", "racing"):
             value = getattr(self, name)
             if not isinstance(value, bool):

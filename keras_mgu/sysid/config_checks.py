@@ -104,3 +104,13 @@ def check_held_out(fraction: object) -> float:
             f"experiment held out to score the choice); received {fraction!r}."
         )
     return float(fraction)
+
+
+def check_held_out_at(at: object) -> str:
+    """``at``, one of ``"start"`` and ``"end"``; a ``ValueError`` that says so otherwise."""
+    if at not in ("start", "end"):
+        raise ValueError(
+            "`held_out_at` must be 'start' (the estimation record's first experiment's start "
+            f"is held out) or 'end' (its last experiment's end); received {at!r}."
+        )
+    return at

@@ -38,7 +38,7 @@ import keras
 
 from keras_mgu.datasets import Record, SysIdData
 from keras_mgu.sysid.choice.candidates import model_classes
-from keras_mgu.sysid.choice.held_out import hold_out_head
+from keras_mgu.sysid.choice.held_out import hold_out
 from keras_mgu.sysid.choice.refit import refit_kept
 from keras_mgu.sysid.choice.report import describe_class_table, print_settings
 from keras_mgu.sysid.choice.restarts import Restarts
@@ -80,11 +80,15 @@ def identify(
             would stop at its checkpoint can run on beside one that may win).
     """
     data, config = SysIdData.coerce(data), RecipeConfig.checked(config, restarts)
-    fitted, head = hold_out_head(data, config.held_out)
+    fitted, head = hold_out(data, config.held_out, config.held_out_at)
     options, linear_table = model_classes(fitted, config, held_out=head is not None)
     if verbose:
-        print_settings(fitted, options, restarts, config.classes, linear_table, head)
-    trained = Restarts(fitted, options, restarts, population, verbose, callbacks, head)
+        print_settings(
+            fitted, options, restarts, config.classes, linear_table, head, config.held_out_at
+        )
+    trained = Restarts(
+        fitted, options, restarts, population, verbose, callbacks, head, config.held_out_at
+    )
     runs = trained.first_runs(seed)
     winner, capacity_table = trained.winner(runs, seed)
     runs += trained.more_runs(winner, seed)

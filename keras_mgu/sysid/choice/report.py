@@ -180,12 +180,13 @@ def print_settings(
     classes: Sequence[str],
     table: list,
     head: Record | None = None,
+    at: str = "start",
 ) -> None:
     """The recipe's settings in lines: ``data`` is what the runs fit, ``head`` what is held out."""
     extra = f", first one run of each of {len(options)} classes" if len(options) > 1 else ""
     print(f"recipe: {data.estimation.n_samples} estimation samples, {restarts} restart(s){extra}")
     if head is not None:
-        print(f"  {held_out_line(head)}", flush=True)
+        print(f"  {held_out_line(head, at)}", flush=True)
     for line in delay_and_order_lines(options, table):
         print(f"  {line}", flush=True)
     tried = {o.name for o in options}
@@ -212,11 +213,14 @@ def print_settings(
         )
 
 
-def held_out_line(head: Record) -> str:
-    """What the choice scores where the estimation record's start is held out."""
+def held_out_line(head: Record, at: str = "start") -> str:
+    """What the choice scores where a start (``at="start"``) or end of the estimation record
+    is held out."""
+    where = "first" if at == "start" else "last"
     return (
-        f"choice: on the validation record and the estimation record's first {head.n_samples} "
-        "samples, held out (nothing is fitted to them; the horizon figures are theirs)"
+        f"choice: on the validation record and the estimation record's {where} "
+        f"{head.n_samples} samples, held out (nothing is fitted to them; the horizon figures "
+        "are theirs)"
     )
 
 
@@ -252,7 +256,7 @@ def delay_and_order_lines(options: list[Structure], table: list[dict]) -> list[s
 WHY_NO_POLYNOMIAL = (
     "the ARX model integrates (a pole on or outside the unit circle); a polynomial's free run "
     "of such a plant drifts on a new experiment though it simulates these records well (name "
-    "it in model_classes to try it, or hold out the estimation record's start: held_out)"
+    "it in model_classes to try it, or hold out part of the estimation record: held_out)"
 )
 
 

@@ -87,8 +87,10 @@ class Restarts:
             :class:`~keras_mgu.callbacks.TerminalProgress`); ``2``: also
             Keras's own progress lines (``fit(verbose=2)``).
         callbacks: Passed to every network run's ``fit``.
-        held_out: The estimation record's held-out head
-            (:func:`~keras_mgu.sysid.choice.held_out.hold_out_head`), or None.
+        held_out: The estimation record's held-out part
+            (:func:`~keras_mgu.sysid.choice.held_out.hold_out`), or None.
+        held_out_at: Where it was: ``"start"`` (the encoder's first samples
+            are then its own) or ``"end"``.
     """
 
     def __init__(
@@ -100,9 +102,10 @@ class Restarts:
         verbose: int | str = 0,
         callbacks: Sequence[keras.callbacks.Callback] = (),
         held_out: Record | None = None,
+        held_out_at: str = "start",
     ) -> None:
         self.data, self.options, self.restarts = data, options, restarts
-        self.held_out = held_out
+        self.held_out, self.held_out_at = held_out, held_out_at
         #: The record the choice's long free run goes through: the held-out start, else the
         #: estimation record (which the runs fitted).
         self.scored_start = data.estimation if held_out is None else held_out
@@ -120,7 +123,9 @@ class Restarts:
         #: The polynomial class's least-squares fit, once its first run made it.
         self.polynomial_fit = None
         lag = max(o.config.n_initial for o in options)
-        start = data.estimation if held_out is None or held_out.n_samples < lag else held_out
+        start = data.estimation
+        if held_out is not None and held_out_at == "start" and held_out.n_samples >= lag:
+            start = held_out
         #: The first samples of the estimation record (the encoder's start), the head's if held out.
         self.first = (start.u[:lag], start.y[:lag])
         #: The range no free run may leave (:mod:`~keras_mgu.sysid.choice.runoff`).
@@ -332,7 +337,7 @@ class Restarts:
         std, n = np.asarray(single.path.outer.y_std), single.measured_n()
         pieces = [(first, stop) for first, stop in head.experiments if stop - first > n]
         where = "the estimation record"
-        where += "" if self.held_out is None else "'s held-out start"
+        where += "" if self.held_out is None else f"'s held-out {self.held_out_at}"
         checks = [
             (where, head.y[first + n : stop] + e * std, first + n)
             for (first, stop), e in zip(pieces, horizons, strict=True)

@@ -1,11 +1,11 @@
-"""The held-out head: its bookkeeping, and no sample the choice scores fitted by a run."""
+"""The held-out start or end: its bookkeeping, and no sample the choice scores fitted by a run."""
 
 import numpy as np
 import pytest
 
 from keras_mgu import datasets, sysid
 from keras_mgu.datasets import Record, SysIdData, join_experiments
-from keras_mgu.sysid.choice.held_out import MIN_FITTED, MIN_HELD_OUT, hold_out_head
+from keras_mgu.sysid.choice.held_out import MIN_FITTED, MIN_HELD_OUT, hold_out, hold_out_head
 from tests.helpers import END_TO_END
 
 
@@ -28,6 +28,29 @@ def test_the_head_is_the_first_share_of_the_first_experiment(rng):
     assert head.n_samples + fitted.estimation.n_samples == est.n_samples
 
 
+def test_the_tail_is_the_last_share_of_the_last_experiment(rng):
+    data = _data(rng, (700, 1000))
+    fitted, tail = hold_out(data, 0.2, at="end")
+    est = data.estimation
+    np.testing.assert_array_equal(tail.u, est.u[-200:])
+    np.testing.assert_array_equal(tail.y, est.y[-200:])
+    np.testing.assert_array_equal(fitted.estimation.u, est.u[:-200])
+    np.testing.assert_array_equal(fitted.estimation.y, est.y[:-200])
+    assert fitted.estimation.boundaries == (700,)  # the first experiment stays whole
+    assert tail.boundaries == ()
+    assert fitted.validation is data.validation and fitted.test is data.test
+    assert tail.n_samples + fitted.estimation.n_samples == est.n_samples
+    # The shares and limits are the last experiment's: 0.2 of 300 is too short.
+    assert hold_out(_data(rng, (1000, 300)), 0.2, at="end")[1] is None
+
+
+def test_a_bad_part_is_refused_with_what_is_expected():
+    with pytest.raises(ValueError, match="`held_out_at` must be 'start' .* or 'end'"):
+        sysid.RecipeConfig(held_out=0.2, held_out_at="middle")
+    with pytest.raises(ValueError, match="`held_out_at` must be"):
+        hold_out(_data(np.random.default_rng(0)), 0.2, at="tail")
+
+
 def test_no_head_where_it_or_the_rest_would_be_too_short(rng):
     assert hold_out_head(_data(rng), 0.0)[1] is None
     short = _data(rng, (MIN_HELD_OUT * 4,))  # 0.2 of it: fewer than MIN_HELD_OUT samples
@@ -45,11 +68,12 @@ def test_a_bad_share_is_refused_with_what_is_expected(fraction):
 
 
 @END_TO_END
-def test_no_run_fits_the_samples_the_choice_scores(monkeypatch):
-    """Every fitting step gets the estimation record without its head; every run's choice
-    error is its validation and head errors, recomputed here from the head itself."""
+@pytest.mark.parametrize("at", ["start", "end"])
+def test_no_run_fits_the_samples_the_choice_scores(monkeypatch, at):
+    """Every fitting step gets the estimation record without its held-out part; every run's
+    choice error is its validation and held-out errors, recomputed here from that part."""
     plant = datasets.zoo_plant("duffing", n_samples=700, seed=1)
-    fitted, head = hold_out_head(plant.data, 0.25)
+    fitted, head = hold_out(plant.data, 0.25, at)
     n_fit = fitted.estimation.n_samples
     seen = []
     from keras_mgu.sysid.choice import candidates, restarts
@@ -71,7 +95,7 @@ def test_no_run_fits_the_samples_the_choice_scores(monkeypatch):
     spy(restarts, "train_simulator")
     config = sysid.RecipeConfig(
         model_classes=("linear", "polynomial", "network"), units=(4,), iterations=20,
-        validation_checks=2, held_out=0.25, refit=False,
+        validation_checks=2, held_out=0.25, held_out_at=at, refit=False,
     )  # fmt: skip
     found = sysid.identify(plant.data, config, restarts=1, seed=0)
     assert {name for name, _ in seen} >= {
@@ -79,7 +103,9 @@ def test_no_run_fits_the_samples_the_choice_scores(monkeypatch):
     }  # fmt: skip
     for name, records in seen:
         estimation = records[0].estimation if isinstance(records[0], SysIdData) else records[0]
-        assert estimation.n_samples == n_fit, name  # never the head's samples
+        assert estimation.n_samples == n_fit, name  # never the held-out samples
+        if isinstance(records[0], SysIdData):  # physical: the fitted part's own samples
+            np.testing.assert_array_equal(estimation.y, fitted.estimation.y)
     for k, run in enumerate(found.runs):
         alone = found.run_alone(k)
         n = alone.measured_n()
@@ -150,3 +176,11 @@ def test_the_kept_runs_are_trained_again_on_the_whole_estimation_record(monkeypa
         assert not np.allclose(refitted, chosen.run_alone(k).simulate(test.u, test.y[:20]))
     est = plant.data.estimation
     np.testing.assert_array_equal(found.ranges.y_upper, est.y.max(axis=0))
+
+
+def test_the_report_says_which_end_is_held_out(rng):
+    from keras_mgu.sysid.choice.report import held_out_line
+
+    data = _data(rng, (1000,))
+    assert "first 200 samples, held out" in held_out_line(hold_out(data, 0.2)[1])
+    assert "last 200 samples, held out" in held_out_line(hold_out(data, 0.2, "end")[1], "end")
