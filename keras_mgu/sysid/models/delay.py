@@ -31,17 +31,30 @@ ARX model whose input lags start at the delay::
 
 Then:
 
-1. ``nk`` starts at the smallest candidate that predicts the validation
-   record as well as the best one: ``e(nk) <= (1 + TIE) min e`` (``TIE`` =
-   1 %). Dropping the lags before it loses nothing the data show.
-2. From there up to one past the best candidate (``argmin e + 1``: two
-   candidates that both cover the response's start differ by noise alone),
-   the first whose leading coefficient is clearly significant (``|t(nk)| >=
-   T_SIGNIFICANT`` = 6) is the delay: where the response visibly starts.
-   Where none is, the delay stays at the start of step 1. A response that
-   grows from a small first coefficient (a sampled double integrator) is
-   not shifted past that coefficient: a too large delay costs more than a
-   too small one.
+1. ``start``: the smallest candidate that predicts the validation record
+   as well as the best one, ``e(nk) <= (1 + TIE) min e`` (``TIE`` = 1 %).
+   Its window ``start .. start + NB_CHECK - 1`` holds what the input tells
+   the data show, so the response has begun by its last lag.
+2. The delay is the first candidate from 0 on whose leading coefficient is
+   clearly significant, and the next candidate's too (``|t(nk)|`` and
+   ``|t(nk + 1)| >= T_SIGNIFICANT`` = 3): the first lag from which the
+   response is present (one significant t-ratio alone, among tens of
+   candidates, can be noise). Candidates up to one past the best
+   (``argmin e + 1``: two that both cover the response's start differ by
+   noise alone) and within ``start``'s window are searched. Where none is,
+   the delay is ``start``.
+
+Step 2 searches from 0, not from ``start``: a window of ``NB_CHECK`` lags
+that starts later also reaches further back, so a plant with a long
+response can predict best from a shifted window though it answers at once
+(a Wiener-Hammerstein plant, whose ``u(k)`` coefficient has ``t = 14``);
+the leading coefficients' significance tells a response that is there from
+one that is not. A response that grows from small first coefficients (a
+sampled double integrator, a two-mass drive) is found where its first
+coefficients are significant at 3, not where they are large: a too large
+delay costs more than a too small one (``benchmarks/RESULTS.md``, "The
+input delay found on data", sets this rule beside the previous one on the
+zoo).
 
 Where the data cannot tell (a slow or smooth input, a short record, a
 nonlinear plant: ``e`` about flat, no leading coefficient significant) the
@@ -78,7 +91,7 @@ MAX_DELAY_MIN = 30
 #: ... and at most this many (one least-squares fit per candidate and input).
 MAX_DELAY_CAP = 100
 #: The |t-ratio| from which a leading input coefficient counts as significant.
-T_SIGNIFICANT = 6.0
+T_SIGNIFICANT = 3.0
 #: The residual deviation (standardised) below which a fit counts as exact: ``s >= 1e-4``.
 RESIDUAL_FLOOR = 1e-4
 #: Validation RMSEs within this share of the smallest count as no worse.
@@ -184,7 +197,9 @@ def _fit(est: tuple, val: tuple, delay: Sequence[int], i: int, first: int) -> tu
     return float(np.sqrt(np.mean((target_v - phi_v @ theta) ** 2))), t_ratio
 
 
-def _input_delay(est: tuple, val: tuple, delay: list, i: int, max_delay: int) -> int:
+def _input_delay(
+    est: tuple, val: tuple, delay: list, i: int, max_delay: int, significance: float
+) -> int:
     """Input ``i``'s delay, the others at ``delay`` (module docstring, steps 1-2)."""
     first = _NA + max(max(delay), max_delay) + NB_CHECK
     if first >= min(len(est[1]), len(val[1])) - 2 * (_NA + NB_CHECK * len(delay)):
@@ -197,14 +212,19 @@ def _input_delay(est: tuple, val: tuple, delay: list, i: int, max_delay: int) ->
         return 0
     start = int(np.flatnonzero(errors <= errors.min() * (1.0 + TIE))[0])
     best = int(np.flatnonzero(errors <= errors.min())[-1])  # the last of exact fits' ties
-    for nk in range(start, min(best + 1, max_delay) + 1):
-        if abs(fits[nk][1]) >= T_SIGNIFICANT:
-            return nk  # the response visibly starts here
+    last = min(best + 1, start + NB_CHECK - 1, max_delay)
+    shows = [abs(t) >= significance for _, t in fits]
+    for nk in range(last + 1):
+        if shows[nk] and (nk == max_delay or shows[nk + 1]):
+            return nk  # the response is present from here
     return start  # no visible start: the smallest delay that loses nothing
 
 
 def estimate_input_delay(
-    estimation: Any, validation: Any = None, max_delay: int | None = None
+    estimation: Any,
+    validation: Any = None,
+    max_delay: int | None = None,
+    significance: float = T_SIGNIFICANT,
 ) -> tuple[int, ...]:
     """Each input's delay ``nk_i >= 0`` in samples, found on the records (module docstring).
 
@@ -215,6 +235,8 @@ def estimate_input_delay(
             candidates (None: the estimation record itself).
         max_delay: The longest delay searched (default
             :func:`default_max_delay` of the estimation record).
+        significance: The |t-ratio| from which a leading coefficient shows
+            the response (default :data:`T_SIGNIFICANT`).
 
     Returns:
         One delay per input. Several outputs: the first output the input
@@ -238,7 +260,7 @@ def estimate_input_delay(
         for _ in range(2 if n_inputs > 1 else 1):  # coordinate search: each input in turn
             for i in range(n_inputs):
                 try:
-                    chosen[i] = _input_delay(est, check, chosen, i, max_delay)
+                    chosen[i] = _input_delay(est, check, chosen, i, max_delay, significance)
                 except (ValueError, np.linalg.LinAlgError):
                     chosen[i] = 0
         delays.append(chosen)

@@ -132,3 +132,40 @@ def test_a_given_delay_is_kept_per_input():
     assert RecipeConfig(input_delay=3).input_delay == (3,)
     assert RecipeConfig(input_delay=[2, 0]).input_delay == (2, 0)
     assert RecipeConfig().input_delay is None
+
+
+def test_a_long_response_that_starts_at_once_gets_no_delay():
+    """Twelve taps from u(k) on, the first small: a window of NB_CHECK lags shifted later
+    reaches more of the response and predicts better, but the response is there from lag 0
+    (searched from the shifted window's start, the delay was 12)."""
+    rng = np.random.default_rng(11)
+    u = rng.standard_normal(2500)
+    taps = np.full(12, 0.3)
+    taps[0] = 0.09
+    y = lfilter(taps, [1.0, -0.5], u)
+    y = y + 0.05 * np.std(y) * rng.standard_normal(len(y))
+    assert estimate_input_delay(*_split(u, y)) == (0,)
+
+
+@pytest.mark.parametrize("nk", [0, 3, 13])
+def test_a_response_of_one_input_tap_is_found(nk):
+    """y(k) = 0.8 y(k-1) + 0.5 u(k - nk - 1): one input coefficient, the rest is the pole's."""
+    rng = np.random.default_rng(20 + nk)
+    u = rng.standard_normal(2500)
+    y = lfilter([0.0, 0.5], [1.0, -0.8], _hand_shift(u, nk))
+    y = y + 0.1 * np.std(y) * rng.standard_normal(len(y))
+    assert estimate_input_delay(*_split(u, y)) == (nk + 1,)
+
+
+@pytest.mark.parametrize(
+    ("name", "allowed"),
+    [("duffing", {0, 1}), ("wiener_hammerstein", {0, 1}), ("pendulum", {0, 1}),
+     ("heated_tank", {12, 13, 14})],
+)  # fmt: skip
+def test_the_zoo_plants_get_their_delays(name, allowed):
+    """No dead time: 0 or 1 (a sampled plant without feed-through answers one sample later);
+    the heated tank: its 13 samples (12 of pipe, one of hold) within one."""
+    from keras_mgu.datasets import zoo_plant
+
+    data = zoo_plant(name, seed=0).data
+    assert estimate_input_delay(data.estimation, data.validation)[0] in allowed
