@@ -1,8 +1,9 @@
 """The identification recipe, :func:`identify`: the candidates, their restarts, the choice.
 
 1. The candidates (:mod:`~keras_mgu.sysid.choice.candidates`): with
-   ``config.held_out``, the head of the estimation record set aside
-   (:mod:`~keras_mgu.sysid.choice.held_out`: nothing below fits it); the
+   ``config.held_out``, a start (or with ``held_out_at="end"`` an end) of
+   the estimation record set aside (:mod:`~keras_mgu.sysid.choice.held_out`:
+   nothing below fits it); the
    data standardised with the (rest of the) estimation record's statistics;
    an ARX model fitted
    first; per class tried (``config.model_classes``, default all), the
@@ -11,7 +12,7 @@
    class from ``seed``, trained (:mod:`~keras_mgu.sysid.training`) and scored
    by its choice error (the validation record's simulation error and the
    free run through the estimation record from its first measured samples,
-   equally weighted; with a held-out head, the free run through the head,
+   equally weighted; with a held-out part, the free run through that part,
    which no run fitted); the class whose run scores best gets
    the remaining ``restarts - 1`` runs (seeds ``seed + 1000 k``). Every run
    is a fixed amount of work: the same model whatever the machine's load
@@ -19,14 +20,14 @@
 3. The choice: the best run of the winning class, or with
    ``config.selection="ensemble"`` an average of its runs chosen greedily on
    the same error (:mod:`~keras_mgu.sysid.choice.selection`); with a
-   held-out head and ``config.refit``, the runs it keeps are then trained
+   held-out part and ``config.refit``, the runs it keeps are then trained
    again on the whole estimation record (:mod:`~keras_mgu.sysid.choice.refit`).
 4. The judging it keeps (:mod:`~keras_mgu.sysid.judging.calibration`): the
    horizon up to which a lag class predicts from measured lags, each
    horizon's mix of its prediction with the ARX reference's, calibrated on
    the validation record (its k-step predictions made once for the mix and
    the band), and the band (its free run's errors pooled with those on the
-   held-out head, where one is, of the runs the choice scored, which did not
+   held-out part, where one is, of the runs the choice scored, which did not
    fit it). The test record is never seen.
 """
 
