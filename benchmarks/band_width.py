@@ -1,9 +1,10 @@
 """The free run's band: one width, a width that follows the members' disagreement, a reach.
 
 For each record and seed S it runs ``sysid.identify(data, seed=S)`` with the
-defaults, then draws two 0.95 bands around the simulation from the first
-``n`` measured outputs (the protocol's ``n``, else 50), both calibrated on the
-validation record's simulation from its first ``n`` outputs: the model's own
+defaults (``--config``: the RecipeConfig settings that differ, as JSON), then
+draws two 0.95 bands around the simulation from the first ``n`` measured
+outputs (the protocol's ``n``, else 50), both calibrated on the validation
+record's simulation from its first ``n`` outputs: the model's own
 band (one width per output, :mod:`keras_mgu.sysid.judging.band`) and the
 band scaled by the members' disagreement
 (:mod:`keras_mgu.sysid.judging.scaled_band`); and a third, the one-width
@@ -82,8 +83,9 @@ def judge(found, band, u, y, n: int, first: int) -> dict:
     return out
 
 
-def run_one(record: str, seed: int, data_root: str) -> dict:
-    """Identify ``record`` with the defaults and judge both bands (module)."""
+def run_one(record: str, seed: int, data_root: str, config: dict | None = None) -> dict:
+    """Identify ``record`` with the defaults (``config``: RecipeConfig settings that
+    differ) and judge the bands (module)."""
     import keras
 
     from keras_mgu import sysid
@@ -91,7 +93,7 @@ def run_one(record: str, seed: int, data_root: str) -> dict:
 
     data, plant = load(record, data_root)
     start = time.perf_counter()
-    found = sysid.identify(data, seed=seed)
+    found = sysid.identify(data, sysid.RecipeConfig(**(config or {})), seed=seed)
     seconds = time.perf_counter() - start
     n, val = found.resolve_n_initial(), data.validation
     y_hat, d = member_disagreement(found, val.u, val.y[:n])
@@ -99,7 +101,7 @@ def run_one(record: str, seed: int, data_root: str) -> dict:
     row = {
         "record": record, "seed": seed, "backend": keras.backend.backend(), "n": n,
         "chosen": found.runs[found.best].structure, "members": len(set(found.kept)),
-        "has_arx": found.arx is not None, "seconds": seconds,
+        "has_arx": found.arx is not None, "seconds": seconds, "config": config or {},
         "test": judge(found, band, data.test.u, data.test.y, n, n),
     }  # fmt: skip
     if plant is not None:
@@ -154,14 +156,22 @@ def report(out: str) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+def record_parser(description: str, out: str) -> argparse.ArgumentParser:
+    """The options of a script that identifies records per seed into ``out``: ``--backend``,
+    ``--records``, ``--seeds``, ``--data-root``, ``--out`` and ``--report``."""
+    parser = argparse.ArgumentParser(description=description, allow_abbrev=False)
     parser.add_argument("--backend", default=None, choices=("tensorflow", "jax", "torch"))
     parser.add_argument("--records", nargs="+", default=[])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--data-root", default=os.path.join(HERE, "..", "..", "shared", "data"))
-    parser.add_argument("--out", default=DEFAULT_OUT)
+    parser.add_argument("--out", default=out)
     parser.add_argument("--report", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = record_parser(__doc__.splitlines()[0], DEFAULT_OUT)
+    parser.add_argument("--config", default="{}", help="RecipeConfig settings as a JSON object")
     args = parser.parse_args(argv)
     if args.report:
         print(report(args.out))
@@ -170,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["KERAS_BACKEND"] = args.backend
     for record in args.records:
         for seed in args.seeds:
-            row = run_one(record, seed, args.data_root)
+            row = run_one(record, seed, args.data_root, json.loads(args.config))
             write_row(args.out, row)
             test = row["test"]
             print(f"{record} seed {seed}: {row['chosen']}, test coverage "

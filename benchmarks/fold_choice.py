@@ -34,7 +34,6 @@ record's folder is read from ``--data-root`` (default ``../shared/data``).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 import os
@@ -155,16 +154,9 @@ def report(out: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from band_width import write_row
+    from band_width import record_parser, write_row
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    parser.add_argument("--backend", default=None, choices=("tensorflow", "jax", "torch"))
-    parser.add_argument("--records", nargs="+", default=[])
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
-    parser.add_argument("--data-root", default=os.path.join(HERE, "..", "..", "shared", "data"))
-    parser.add_argument("--out", default=DEFAULT_OUT)
-    parser.add_argument("--report", action="store_true")
-    args = parser.parse_args(argv)
+    args = record_parser(__doc__.splitlines()[0], DEFAULT_OUT).parse_args(argv)
     if args.report:
         print(report(args.out))
         return 0
