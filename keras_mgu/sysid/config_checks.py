@@ -8,10 +8,12 @@ from collections.abc import Mapping
 from keras_mgu.callbacks.decay import LearningRateDecayPoints
 
 __all__ = [
+    "HELD_OUT_PARTS",
     "SCORE_NAMES",
     "SELECTION_RULES",
     "check_decay",
     "check_held_out",
+    "check_held_out_at",
     "check_rule",
     "check_score_weights",
     "non_negative",
@@ -20,6 +22,9 @@ __all__ = [
 
 #: The rules that choose among runs (:mod:`~keras_mgu.sysid.choice.selection`).
 SELECTION_RULES = ("best", "ensemble")
+#: Where a held-out part of the estimation record lies: its first experiment's start, or its
+#: last experiment's end (:mod:`~keras_mgu.sysid.choice.held_out`).
+HELD_OUT_PARTS = ("start", "end")
 
 
 def check_rule(rule: object) -> None:
@@ -107,8 +112,8 @@ def check_held_out(fraction: object) -> float:
 
 
 def check_held_out_at(at: object) -> str:
-    """``at``, one of ``"start"`` and ``"end"``; a ``ValueError`` that says so otherwise."""
-    if at not in ("start", "end"):
+    """``at``, one of :data:`HELD_OUT_PARTS`; a ``ValueError`` that says so otherwise."""
+    if at not in HELD_OUT_PARTS:
         raise ValueError(
             "`held_out_at` must be 'start' (the estimation record's first experiment's start "
             f"is held out) or 'end' (its last experiment's end); received {at!r}."

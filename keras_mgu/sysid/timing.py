@@ -26,7 +26,7 @@ import time
 
 from keras_mgu.datasets import SysIdData
 from keras_mgu.sysid.choice.candidates import structures
-from keras_mgu.sysid.choice.held_out import hold_out_head
+from keras_mgu.sysid.choice.held_out import hold_out
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.training.run import build_run_model, run_optimizer, training_windows
 
@@ -83,7 +83,7 @@ def estimate_training(
     if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 1:
         raise ValueError(f"`restarts` must be a positive integer; received {restarts!r}.")
     config = config or RecipeConfig()
-    data = hold_out_head(data, config.held_out)[0]  # what identify's runs fit
+    data = hold_out(data, config.held_out, config.held_out_at)[0]  # what identify's runs fit
     options, _ = structures(data, config)
     first = options[0]
     est, _ = first.path.records(data, first.config.validation_continues)

@@ -46,15 +46,12 @@ import dataclasses
 from keras_mgu.datasets import Record, SysIdData
 from keras_mgu.sysid.config_checks import check_held_out, check_held_out_at
 
-__all__ = ["HELD_OUT_PARTS", "MIN_FITTED", "MIN_HELD_OUT", "hold_out", "hold_out_head"]
+__all__ = ["MIN_FITTED", "MIN_HELD_OUT", "hold_out"]
 
 #: The fewest samples a held-out head has (its first ``n`` start its simulation).
 MIN_HELD_OUT = 100
 #: The fewest samples of the held-out part's experiment left to fit.
 MIN_FITTED = 400
-#: Where the held-out part lies: the estimation record's first experiment's start, or its
-#: last experiment's end.
-HELD_OUT_PARTS = ("start", "end")
 
 
 def hold_out(
@@ -86,8 +83,3 @@ def hold_out(
     else:
         part, rest = est.slice(stop - b, stop, name=name), est.slice(0, stop - b)
     return dataclasses.replace(data, estimation=rest), part
-
-
-def hold_out_head(data: SysIdData, fraction: float) -> tuple[SysIdData, Record | None]:
-    """:func:`hold_out` of the first experiment's start."""
-    return hold_out(data, fraction, "start")

@@ -5,7 +5,7 @@ import pytest
 
 from keras_mgu import datasets, sysid
 from keras_mgu.datasets import Record, SysIdData, join_experiments
-from keras_mgu.sysid.choice.held_out import MIN_FITTED, MIN_HELD_OUT, hold_out, hold_out_head
+from keras_mgu.sysid.choice.held_out import MIN_FITTED, MIN_HELD_OUT, hold_out
 from tests.helpers import END_TO_END
 
 
@@ -17,7 +17,7 @@ def _data(rng, lengths=(1000,), n_val=300):
 
 def test_the_head_is_the_first_share_of_the_first_experiment(rng):
     data = _data(rng, (1000, 700))
-    fitted, head = hold_out_head(data, 0.2)
+    fitted, head = hold_out(data, 0.2)
     est = data.estimation
     np.testing.assert_array_equal(head.u, est.u[:200])
     np.testing.assert_array_equal(head.y, est.y[:200])
@@ -52,13 +52,13 @@ def test_a_bad_part_is_refused_with_what_is_expected():
 
 
 def test_no_head_where_it_or_the_rest_would_be_too_short(rng):
-    assert hold_out_head(_data(rng), 0.0)[1] is None
+    assert hold_out(_data(rng), 0.0)[1] is None
     short = _data(rng, (MIN_HELD_OUT * 4,))  # 0.2 of it: fewer than MIN_HELD_OUT samples
-    fitted, head = hold_out_head(short, 0.2)
+    fitted, head = hold_out(short, 0.2)
     assert head is None and fitted is short
     n = MIN_FITTED + MIN_HELD_OUT - 1  # half of it held out would leave too few to fit
-    assert hold_out_head(_data(rng, (n,)), 0.5)[1] is None
-    assert hold_out_head(_data(rng, (2 * MIN_FITTED,)), 0.5)[1].n_samples == MIN_FITTED
+    assert hold_out(_data(rng, (n,)), 0.5)[1] is None
+    assert hold_out(_data(rng, (2 * MIN_FITTED,)), 0.5)[1].n_samples == MIN_FITTED
 
 
 @pytest.mark.parametrize("fraction", [-0.1, 0.6, "0.2", True, None])
@@ -138,7 +138,7 @@ def test_the_kept_runs_are_trained_again_on_the_whole_estimation_record(monkeypa
     from keras_mgu.sysid.choice import restarts
 
     plant = datasets.zoo_plant("duffing", n_samples=700, seed=1)
-    n_fit = hold_out_head(plant.data, 0.25)[0].estimation.n_samples
+    n_fit = hold_out(plant.data, 0.25)[0].estimation.n_samples
     lengths = []
     for name in ("train_lag_run", "train_polynomial_run"):
         original = getattr(restarts, name)
@@ -184,3 +184,24 @@ def test_the_report_says_which_end_is_held_out(rng):
     data = _data(rng, (1000,))
     assert "first 200 samples, held out" in held_out_line(hold_out(data, 0.2)[1])
     assert "last 200 samples, held out" in held_out_line(hold_out(data, 0.2, "end")[1], "end")
+
+
+@pytest.mark.parametrize("at", ["start", "end"])
+def test_the_time_estimate_fits_what_the_runs_fit(monkeypatch, rng, at):
+    """``estimate_training`` times the runs on the estimation record without the part held
+    out, the same part ``identify`` sets aside."""
+    from keras_mgu.sysid import timing
+
+    class Seen(Exception):
+        pass
+
+    def spy(data, config):
+        raise Seen(data)
+
+    monkeypatch.setattr(timing, "structures", spy)
+    data = _data(rng, (1000,))
+    config = sysid.RecipeConfig(held_out=0.2, held_out_at=at)
+    with pytest.raises(Seen) as seen:
+        timing.estimate_training(data, config)
+    fitted = seen.value.args[0].estimation
+    np.testing.assert_array_equal(fitted.y, hold_out(data, 0.2, at)[0].estimation.y)
