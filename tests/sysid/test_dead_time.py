@@ -106,6 +106,28 @@ def test_evaluate_and_the_band_shift_once(linear, data):
     assert ours.prediction["rmse"] == pytest.approx(theirs.prediction["rmse"], abs=1e-9)
 
 
+def test_no_score_reads_a_delayed_input_from_before_its_record(linear, data):
+    """The validation record does not start at rest: its first DEAD_TIME + 1 delayed inputs
+    are held at its first input, not the plant's. Training's view of it starts after them,
+    and the validation error and the choice's simulations start from as many more measured
+    samples (a transient of the held inputs scored as the model's error, otherwise)."""
+    run, val, dead = linear.runs[0], data.validation, DEAD_TIME + 1
+    _, seen = run.path.records(data, continues=False)
+    np.testing.assert_array_equal(seen.y, run.path.record(val).y[dead:])
+    n = run.config.n_initial + dead
+    outer = run.path.outer
+    y_sim = linear.simulate(val.u, val.y[:n])
+    expected = outer.transform_y(y_sim[n:]) - outer.transform_y(val.y[n:])
+    assert run.validation_error.shape == expected.shape
+    np.testing.assert_allclose(run.validation_error, expected, rtol=1e-5, atol=1e-7)
+    assert linear.measured_n() == max(linear.resolve_n_initial(), n)
+    # From the encoder's samples alone, the held inputs' transient is there to see.
+    short = run.config.n_initial
+    y_short = linear.simulate(val.u, val.y[:short])
+    head = np.abs(y_short[short:n] - val.y[short:n]).max()
+    assert head > 5 * np.abs(y_sim[n:] - val.y[n:]).max()
+
+
 def test_a_given_delay_is_used_as_given(data, capsys):
     config = sysid.RecipeConfig(
         model_classes=("linear",), iterations=5, validation_checks=2, input_delay=4

@@ -43,7 +43,9 @@ class RecordErrors:
 
         A validation record that continues the estimation record is simulated
         after it (from the estimation start), every sample scored; a separate
-        one from its own first ``n_initial`` samples, scored after them.
+        one from its own first ``n_initial`` samples (and the input delay's
+        :attr:`~keras_mgu.sysid.models.signals.SignalPath.dead_samples` more:
+        before them its delayed inputs precede the record), scored after them.
         """
         val, outer = data.validation, self.path.outer
         if self.config.validation_continues:
@@ -51,6 +53,8 @@ class RecordErrors:
             y_sim = self.simulate(np.concatenate([est.u, val.u]))[est.n_samples :]
             return outer.transform_y(y_sim) - outer.transform_y(val.y)
         n = self.config.n_initial
+        if n is not None and self.path.dead_samples:
+            n = min(n + self.path.dead_samples, val.n_samples - 1)
         y_sim = self.simulate(val.u, val.y[:n])
         return outer.transform_y(y_sim[n:]) - outer.transform_y(val.y[n:])
 
@@ -115,12 +119,14 @@ class RecordErrors:
 
         The protocol's ``n`` (``resolve_n_initial()``: else 50), or more: at
         least the chosen run's own ``config.n_initial`` (a lag class's longest
-        lag, an encoder's history), so that every class starts from as many
-        measured samples as it reads. :meth:`test_like_error` and
+        lag, an encoder's history) plus the input delay, so that every class
+        starts from as many measured samples as it reads and no delayed input
+        from before the record is read. :meth:`test_like_error` and
         :meth:`horizon_errors` simulate from the first ``n`` samples of a
         record and score the samples after them.
         """
-        return max(self.resolve_n_initial(), self.config.n_initial or 1)
+        own = (self.config.n_initial or 1) + self.path.dead_samples
+        return max(self.resolve_n_initial(), own)
 
     def validation_rmse(self, data: Any) -> float:
         """RMSE of ``data.validation`` in standardised output units, as training scored it.

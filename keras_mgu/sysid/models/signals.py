@@ -48,6 +48,13 @@ class SignalPath:
     inner: Normalizer | None = None
     input_delay: tuple[int, ...] = ()
 
+    @property
+    def dead_samples(self) -> int:
+        """The longest input delay (0: none): how many samples of an experiment's start
+        are driven by inputs from before it (:func:`~keras_mgu.sysid.models.delay.delay_inputs`
+        holds the first input there), so that a simulation is scored after them."""
+        return max(self.input_delay, default=0)
+
     def delayed(self, u: np.ndarray, boundaries: tuple[int, ...] = ()) -> np.ndarray:
         """Physical ``u`` ``(N, n_inputs)`` of whole experiments, each input delayed by its
         ``input_delay`` (:func:`~keras_mgu.sysid.models.delay.delay_inputs`)."""
@@ -94,7 +101,7 @@ class SignalPath:
         """
         est, val = data.estimation, data.validation
         if not continues:
-            return self.record(est), self.record(val)
+            return self.record(est), self._without_dead_head(self.record(val))
         joined = self.record(
             Record(
                 np.concatenate([est.u, val.u]), np.concatenate([est.y, val.y]), est.ts,
@@ -102,3 +109,9 @@ class SignalPath:
             )
         )  # fmt: skip
         return joined.slice(0, est.n_samples), joined.slice(est.n_samples, None)
+
+    def _without_dead_head(self, record: Record) -> Record:
+        """``record`` without its first :attr:`dead_samples` (their delayed inputs precede
+        it), where enough is left; ``record`` itself otherwise."""
+        dead = self.dead_samples
+        return record.slice(dead, None) if 0 < dead < record.n_samples // 2 else record
