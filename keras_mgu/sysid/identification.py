@@ -256,7 +256,8 @@ class Identification(RecordErrors):
             return mean
         reference = self.reference().predictions(u, y, horizons, n)
         last = last_sample_predictions(y, horizons, n)
-        mixed = self.prediction_mix.mixed(mean, reference, last)
+        free = self.simulate(u, y[:n]) if self.prediction_mix.reads_free_run else None
+        mixed = self.prediction_mix.mixed(mean, reference, last, free)
         for k in horizons:  # a mix of equal rows rounds in its last bit: the measured ones
             mixed[k][:n] = y[:n]
         return mixed

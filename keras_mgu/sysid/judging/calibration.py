@@ -8,7 +8,8 @@ returns a new identification (``found``, an
   keeps predicts from measured lags
   (:meth:`~keras_mgu.sysid.judging.prediction.RunSimulator.choose_window_horizon`);
 * :func:`with_prediction_mix`: each horizon's mix of its k-step prediction
-  with the ARX reference's (:mod:`~keras_mgu.sysid.judging.prediction_mix`);
+  with the ARX reference's, the last sample and its free run
+  (:mod:`~keras_mgu.sysid.judging.prediction_mix`);
 * :func:`with_band`: the band around every simulation and prediction
   (:mod:`~keras_mgu.sysid.judging.band`).
 
@@ -65,10 +66,12 @@ def calibrate(
     model, reference = _predictions(found, record, fits, n)
     mix, predictions = found.prediction_mix, model  # no reference: the model's alone
     if reference is not None:
+        free = _free_run(found, record, n)
         mix = fit_prediction_mix(
-            _only(model, MIX_HORIZONS), _only(reference, MIX_HORIZONS), record.y, n
+            _only(model, MIX_HORIZONS), _only(reference, MIX_HORIZONS), record.y, n, free=free
         )
-        predictions = mix.mixed(model, reference, last_sample_predictions(record.y, fits, n))
+        last = last_sample_predictions(record.y, fits, n)
+        predictions = mix.mixed(model, reference, last, free)
     mixed = dataclasses.replace(found, prediction_mix=mix, band=None)
     given = _only(predictions, BAND_HORIZONS) if fits else None  # none to share: the band's own
     more = []
@@ -99,8 +102,8 @@ def with_window_horizons(found: Any, record: Record, n_initial: int | None = Non
 
 
 def with_prediction_mix(found: Any, record: Record, n_initial: int | None = None) -> Any:
-    """``found`` with each horizon's mix of its prediction and the ARX reference's fitted on
-    ``record`` (:mod:`~keras_mgu.sysid.judging.prediction_mix`).
+    """``found`` with each horizon's mix of its prediction, the ARX reference's, the last
+    sample and its free run fitted on ``record`` (:mod:`~keras_mgu.sysid.judging.prediction_mix`).
 
     Unchanged without an ARX reference, or where ``record`` is too short.
     """
@@ -109,7 +112,7 @@ def with_prediction_mix(found: Any, record: Record, n_initial: int | None = None
     if found.arx is None or not fits or n < 1:
         return found
     model, reference = _predictions(found, record, fits, n)
-    mix = fit_prediction_mix(model, reference, record.y, n)
+    mix = fit_prediction_mix(model, reference, record.y, n, free=_free_run(found, record, n))
     return dataclasses.replace(found, prediction_mix=mix)
 
 
@@ -135,6 +138,11 @@ def _predictions(found: Any, record: Record, horizons: list[int], n: int) -> tup
     if found.arx is None:
         return model, None
     return model, found.reference().predictions(record.u, record.y, horizons, n)
+
+
+def _free_run(found: Any, record: Record, n: int) -> np.ndarray:
+    """``found``'s free run of ``record`` from its first ``n`` measured outputs."""
+    return dataclasses.replace(found, band=None).simulate(record.u, record.y[:n])
 
 
 def _only(predictions: dict, horizons: tuple[int, ...]) -> dict:

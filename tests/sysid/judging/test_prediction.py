@@ -64,13 +64,17 @@ def reference(found, u, y, k, n):
     mean = np.average(preds, axis=0, weights=list(counts.values()))
     if found.prediction_mix is None:
         return mean
-    # Mixed with the ARX reference's (defined alike) and the sample the prediction starts after.
-    share, last_share = found.prediction_mix.weight(k), found.prediction_mix.last_weight(k)
+    # Mixed with the ARX reference's (defined alike), the sample the prediction starts after
+    # and the free run from the same first n outputs.
+    mix = found.prediction_mix
+    share, last_share, free_share = mix.weight(k), mix.last_weight(k), mix.free_weight(k)
     last = np.array(y, dtype=float)
     for t in range(n, len(u)):
         last[t] = y[max(n, t - k + 1) - 1]
     arx = reference(found.reference(), u, y, k, n)
-    return share * mean + last_share * last + (1 - share - last_share) * arx
+    free = found.simulate(u, y[:n])
+    rest = 1 - share - last_share - free_share
+    return share * mean + last_share * last + free_share * free + rest * arx
 
 
 @pytest.fixture(scope="module")
