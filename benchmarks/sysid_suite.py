@@ -190,6 +190,7 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
                 "resolved": _jsonable(dataclasses.asdict(run.config)),
                 "validation": run.validation_score,
                 "validation_rmse": run.validation_rmse,
+                "choice_rmse": run.choice_rmse,
                 "best_iteration": run.best_iteration,
                 "seconds": round(run.seconds, 1),
                 "test": scale * member.score(data.test, "benchmark", n),
