@@ -7,7 +7,11 @@ outputs (the protocol's ``n``, else 50), both calibrated on the validation
 record's simulation from its first ``n`` outputs: the model's own
 band (one width per output, :mod:`keras_mgu.sysid.judging.band`) and the
 band scaled by the members' disagreement
-(:mod:`keras_mgu.sysid.judging.scaled_band`); and a third, the one-width
+(:mod:`keras_mgu.sysid.judging.scaled_band`); the same with more members where
+the class kept is the polynomial (``drawn``: the free runs of ``DRAWS``
+coefficient sets drawn from each kept polynomial run's least-squares
+uncertainty, :mod:`keras_mgu.sysid.models.polynomial_uncertainty`; the
+scaled band itself where it is another class); and a fourth, the one-width
 band stretched, on the samples outside the estimation range (an input or the
 simulated output outside ``found.ranges``), to take in the ARX reference's
 simulation from the same start (``reach``). On the test record (samples
@@ -40,7 +44,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(HERE, "results", "band_width")
 LEVEL = 0.95
 ZOO = "zoo:"
-BANDS = ("constant", "scaled", "reach")
+BANDS = ("constant", "scaled", "drawn", "reach")
+#: Coefficient sets drawn per polynomial run for the ``drawn`` band.
+DRAWS = 20
 
 
 def load(record: str, data_root: str):
@@ -53,14 +59,31 @@ def load(record: str, data_root: str):
     return datasets.load_benchmark(record, os.path.join(data_root, record)), None
 
 
-def judge(found, band, u, y, n: int, first: int) -> dict:
-    """Each band's coverage and mean half-width / RMSE over rows ``first`` on."""
+def drawn_members(found, estimation, u, y_initial) -> list:
+    """The free runs of ``DRAWS`` coefficient sets of each polynomial run of the class kept
+    (none that ran off), physical; none where the class kept is another."""
+    from keras_mgu.sysid.models.polynomial_uncertainty import drawn_simulations
+
+    chosen = found.runs[found.best].structure
+    runs = [r for r in found.runs if r.structure == chosen and not r.ran_off and r.polynomial]
+    return [
+        y for k, run in enumerate(runs)
+        for y in drawn_simulations(run, estimation, u, y_initial, DRAWS, seed=k)
+    ]  # fmt: skip
+
+
+def judge(found, bands, u, y, n: int, first: int, estimation) -> dict:
+    """Each band's coverage and mean half-width / RMSE over rows ``first`` on; ``bands``:
+    the scaled band and the drawn one (:func:`drawn_members` of ``estimation``)."""
     import numpy as np
 
     from keras_mgu.sysid.judging.band import Trajectory, coverage
     from keras_mgu.sysid.judging.scaled_band import member_disagreement
 
+    band, drawn_band = bands
     y_hat, d = member_disagreement(found, u, y[:n])
+    more = drawn_members(found, estimation, u, y[:n])
+    _, d_drawn = member_disagreement(found, u, y[:n], more)
     error = float(np.sqrt(np.mean((y[first:] - y_hat[first:]) ** 2)))
     out = {"rmse": error}
     constant = found.band.around(y_hat, LEVEL, measured=n)
@@ -76,6 +99,7 @@ def judge(found, band, u, y, n: int, first: int) -> dict:
     for name, drawn in (
         ("constant", constant),
         ("scaled", band.around(y_hat, d, LEVEL, measured=n)),
+        ("drawn", drawn_band.around(y_hat, d_drawn, LEVEL, measured=n)),
         ("reach", reach),
     ):
         half = float(np.mean(drawn.upper[first:] - drawn.lower[first:])) / 2
@@ -98,15 +122,19 @@ def run_one(record: str, seed: int, data_root: str, config: dict | None = None) 
     n, val = found.resolve_n_initial(), data.validation
     y_hat, d = member_disagreement(found, val.u, val.y[:n])
     band = calibrate_scaled_band(val.y, y_hat, d, n)
+    more = drawn_members(found, data.estimation, val.u, val.y[:n])
+    _, d_drawn = member_disagreement(found, val.u, val.y[:n], more)
+    bands = (band, calibrate_scaled_band(val.y, y_hat, d_drawn, n))
     row = {
         "record": record, "seed": seed, "backend": keras.backend.backend(), "n": n,
         "chosen": found.runs[found.best].structure, "members": len(set(found.kept)),
         "has_arx": found.arx is not None, "seconds": seconds, "config": config or {},
-        "test": judge(found, band, data.test.u, data.test.y, n, n),
+        "test": judge(found, bands, data.test.u, data.test.y, n, n, data.estimation),
     }  # fmt: skip
     if plant is not None:
         beyond = plant.beyond
-        row["beyond_after"] = judge(found, band, beyond.u, beyond.y, n, plant.beyond_start)
+        start = plant.beyond_start
+        row["beyond_after"] = judge(found, bands, beyond.u, beyond.y, n, start, data.estimation)
     return row
 
 
@@ -127,12 +155,13 @@ def write_row(out: str, row: dict) -> str:
 
 
 def report(out: str) -> str:
-    """The markdown table of every run under ``out``, and the medians over seeds."""
+    """The markdown table of every run under ``out``, and the medians over seeds (``-``: a
+    band a result has not, one written before it joined)."""
     rows = read_rows(out)
     lines = [
         "| record | part | backend | seeds | chosen | coverage one width | coverage scaled "
-        "| coverage reach | width/RMSE one width | scaled | reach |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| coverage drawn | coverage reach | width/RMSE one width | scaled | drawn | reach |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = sorted({(r["record"], r["backend"]) for r in rows})
     for record, backend in keys:
@@ -141,17 +170,19 @@ def report(out: str) -> str:
             parts = [r[part] for r in runs if part in r]
             if not parts:
                 continue
-            widths = {
-                band: statistics.median(p[band]["width_over_rmse"] for p in parts) for band in BANDS
-            }
-            covers = {
-                band: " / ".join(f"{p[band]['coverage']:.3f}" for p in parts) for band in BANDS
-            }
+            covers, widths = {}, {}
+            for band in BANDS:
+                if not all(band in p for p in parts):
+                    covers[band] = widths[band] = "-"
+                    continue
+                covers[band] = " / ".join(f"{p[band]['coverage']:.3f}" for p in parts)
+                width = statistics.median(p[band]["width_over_rmse"] for p in parts)
+                widths[band] = f"{width:.2f}"
             lines.append(
                 f"| {record} | {part} | {backend} | {' '.join(str(r['seed']) for r in runs)} "
-                f"| {', '.join(r['chosen'] for r in runs)} "
-                f"| {covers['constant']} | {covers['scaled']} | {covers['reach']} "
-                f"| {widths['constant']:.2f} | {widths['scaled']:.2f} | {widths['reach']:.2f} |"
+                f"| {', '.join(r['chosen'] for r in runs)} | "
+                + " | ".join(covers[band] for band in BANDS) + " | "
+                + " | ".join(widths[band] for band in BANDS) + " |"
             )
     return "\n".join(lines)
 

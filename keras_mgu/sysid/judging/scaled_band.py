@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -106,19 +107,22 @@ def calibrate_scaled_band(
 
 
 def member_disagreement(
-    found: Any, u: np.ndarray, y_initial: np.ndarray | None = None
+    found: Any, u: np.ndarray, y_initial: np.ndarray | None = None, more: Sequence = ()
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(y_hat, D)``: ``found``'s simulation of ``u`` and its members' disagreement with it.
 
     The members: every run of the class ``found`` kept that did not run off,
     and its ARX reference (where it has one), simulated from the same ``y_initial``
-    (:meth:`~keras_mgu.sysid.Identification.simulate`); ``(N, n_outputs)`` each.
+    (:meth:`~keras_mgu.sysid.Identification.simulate`); ``(N, n_outputs)`` each;
+    and ``more``, other members' simulations from the same start (the free runs
+    of a polynomial's drawn coefficients, say:
+    :func:`~keras_mgu.sysid.models.polynomial_uncertainty.drawn_simulations`).
     A model without members besides itself disagrees with nothing (``D = 0``).
     """
     y_hat = found.simulate(u, y_initial)
     chosen = found.runs[found.best].structure
     runs = [k for k, run in enumerate(found.runs) if run.structure == chosen and not run.ran_off]
-    members = [found.run_alone(k).simulate(u, y_initial) for k in runs]
+    members = [found.run_alone(k).simulate(u, y_initial) for k in runs] + list(more)
     if getattr(found, "arx", None) is not None:
         members.append(found.reference().simulate(u, y_initial))
     if not members:
