@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -209,8 +210,8 @@ def best_on_simplex(
     inside that face: each face's equality-constrained least squares
     (the KKT system, solved in the least-squares sense where singular) is
     tried, those inside kept, the least error chosen; among equals the face
-    tried first, the faces in order of their first predictor (the first
-    alone first).
+    tried first (the smaller faces first, each size in the predictors' order:
+    the first predictor alone first).
     """
     m = columns.shape[1]
     allowed = (True,) * m if allowed is None else allowed
@@ -236,12 +237,9 @@ def best_on_simplex(
 
 
 def _faces(indices: list[int]) -> list[tuple[int, ...]]:
-    """Every non-empty subset of ``indices``, by first element, the shortest first."""
-    from itertools import combinations
-
-    return [
-        face for size in range(1, len(indices) + 1) for face in combinations(indices, size)
-    ]
+    """Every non-empty subset of ``indices``: the shortest first, each size in ``indices``'
+    order (the first index alone first)."""
+    return [face for size in range(1, len(indices) + 1) for face in combinations(indices, size)]
 
 
 def _on_face(gram: np.ndarray, moment: np.ndarray, face: tuple[int, ...]) -> np.ndarray:
