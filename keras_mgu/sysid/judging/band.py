@@ -129,7 +129,8 @@ def calibrate_band(
     that leave no sample after ``n`` are calibrated with no errors (infinite
     width). ``predictions``: ``found``'s k-step predictions of ``y`` from
     ``n`` (by ``k``, ``(N, n_outputs)`` each) where they are made already,
-    one for every horizon of :data:`BAND_HORIZONS` that leaves a sample;
+    one for every horizon of :data:`BAND_HORIZONS` that leaves a sample, and
+    the free run from ``n`` under :data:`FREE_RUN` where it is made already;
     None: made here. ``free_run_errors``: absolute free-run errors ``(m_i,
     n_outputs)`` of other records no run fitted (the estimation record's
     held-out start), physical units, pooled with the
@@ -142,7 +143,7 @@ def calibrate_band(
         predictions = found.predictions(u, y, fits, n_initial=n) if fits else {}
     rows, counts = [], []
     for k in horizons:
-        if k == FREE_RUN:
+        if k == FREE_RUN and k not in predictions:
             y_hat = found.simulate(u, y[:n])
         elif k in predictions:
             y_hat = predictions[k]

@@ -31,7 +31,7 @@ import numpy as np
 
 from keras_mgu.datasets import Record
 from keras_mgu.sysid.config import NETWORK_CLASSES
-from keras_mgu.sysid.judging.band import BAND_HORIZONS, calibrate_band
+from keras_mgu.sysid.judging.band import BAND_HORIZONS, FREE_RUN, calibrate_band
 from keras_mgu.sysid.judging.prediction import RunSimulator
 from keras_mgu.sysid.judging.prediction_mix import (
     MIX_HORIZONS,
@@ -74,6 +74,8 @@ def calibrate(
         predictions = mix.mixed(model, reference, last, free)
     mixed = dataclasses.replace(found, prediction_mix=mix, band=None)
     given = _only(predictions, BAND_HORIZONS) if fits else None  # none to share: the band's own
+    if given is not None and reference is not None:
+        given[FREE_RUN] = free  # the mix's free run is the band's
     more = []
     if held_out is not None:
         model = found if held_out_model is None else held_out_model
@@ -142,7 +144,7 @@ def _predictions(found: Any, record: Record, horizons: list[int], n: int) -> tup
 
 def _free_run(found: Any, record: Record, n: int) -> np.ndarray:
     """``found``'s free run of ``record`` from its first ``n`` measured outputs."""
-    return dataclasses.replace(found, band=None).simulate(record.u, record.y[:n])
+    return found.simulate(record.u, record.y[:n])
 
 
 def _only(predictions: dict, horizons: tuple[int, ...]) -> dict:
