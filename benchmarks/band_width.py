@@ -72,18 +72,26 @@ def drawn_members(found, estimation, u, y_initial) -> list:
     ]  # fmt: skip
 
 
+def disagreements(found, estimation, u, y_initial) -> tuple:
+    """``(y_hat, D, D_drawn)``: the members' disagreement, and with :func:`drawn_members`."""
+    import numpy as np
+
+    from keras_mgu.sysid.judging.scaled_band import disagreement, member_disagreement
+
+    y_hat, d = member_disagreement(found, u, y_initial)
+    more = drawn_members(found, estimation, u, y_initial)
+    return y_hat, d, np.maximum(d, disagreement(y_hat, more))
+
+
 def judge(found, bands, u, y, n: int, first: int, estimation) -> dict:
     """Each band's coverage and mean half-width / RMSE over rows ``first`` on; ``bands``:
     the scaled band and the drawn one (:func:`drawn_members` of ``estimation``)."""
     import numpy as np
 
     from keras_mgu.sysid.judging.band import Trajectory, coverage
-    from keras_mgu.sysid.judging.scaled_band import member_disagreement
 
     band, drawn_band = bands
-    y_hat, d = member_disagreement(found, u, y[:n])
-    more = drawn_members(found, estimation, u, y[:n])
-    _, d_drawn = member_disagreement(found, u, y[:n], more)
+    y_hat, d, d_drawn = disagreements(found, estimation, u, y[:n])
     error = float(np.sqrt(np.mean((y[first:] - y_hat[first:]) ** 2)))
     out = {"rmse": error}
     constant = found.band.around(y_hat, LEVEL, measured=n)
@@ -113,18 +121,15 @@ def run_one(record: str, seed: int, data_root: str, config: dict | None = None) 
     import keras
 
     from keras_mgu import sysid
-    from keras_mgu.sysid.judging.scaled_band import calibrate_scaled_band, member_disagreement
+    from keras_mgu.sysid.judging.scaled_band import calibrate_scaled_band
 
     data, plant = load(record, data_root)
     start = time.perf_counter()
     found = sysid.identify(data, sysid.RecipeConfig(**(config or {})), seed=seed)
     seconds = time.perf_counter() - start
     n, val = found.resolve_n_initial(), data.validation
-    y_hat, d = member_disagreement(found, val.u, val.y[:n])
-    band = calibrate_scaled_band(val.y, y_hat, d, n)
-    more = drawn_members(found, data.estimation, val.u, val.y[:n])
-    _, d_drawn = member_disagreement(found, val.u, val.y[:n], more)
-    bands = (band, calibrate_scaled_band(val.y, y_hat, d_drawn, n))
+    y_hat, d, d_drawn = disagreements(found, data.estimation, val.u, val.y[:n])
+    bands = tuple(calibrate_scaled_band(val.y, y_hat, e, n) for e in (d, d_drawn))
     row = {
         "record": record, "seed": seed, "backend": keras.backend.backend(), "n": n,
         "chosen": found.runs[found.best].structure, "members": len(set(found.kept)),

@@ -38,7 +38,13 @@ import numpy as np
 
 from keras_mgu.sysid.judging.band import QUANTILE_GRID, Trajectory, check_level
 
-__all__ = ["ScaledBand", "calibrate_scaled_band", "member_disagreement", "scaled_simulation"]
+__all__ = [
+    "ScaledBand",
+    "calibrate_scaled_band",
+    "disagreement",
+    "member_disagreement",
+    "scaled_simulation",
+]
 
 
 @dataclasses.dataclass
@@ -107,28 +113,34 @@ def calibrate_scaled_band(
 
 
 def member_disagreement(
-    found: Any, u: np.ndarray, y_initial: np.ndarray | None = None, more: Sequence = ()
+    found: Any, u: np.ndarray, y_initial: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(y_hat, D)``: ``found``'s simulation of ``u`` and its members' disagreement with it.
 
     The members: every run of the class ``found`` kept that did not run off,
     and its ARX reference (where it has one), simulated from the same ``y_initial``
-    (:meth:`~keras_mgu.sysid.Identification.simulate`); ``(N, n_outputs)`` each;
-    and ``more``, other members' simulations from the same start (the free runs
-    of a polynomial's drawn coefficients, say:
-    :func:`~keras_mgu.sysid.models.polynomial_uncertainty.drawn_simulations`).
+    (:meth:`~keras_mgu.sysid.Identification.simulate`); ``(N, n_outputs)`` each.
     A model without members besides itself disagrees with nothing (``D = 0``).
+    More members (the free runs of a polynomial's drawn coefficients, say:
+    :func:`~keras_mgu.sysid.models.polynomial_uncertainty.drawn_simulations`)
+    join as ``np.maximum(D, disagreement(y_hat, more))``.
     """
     y_hat = found.simulate(u, y_initial)
     chosen = found.runs[found.best].structure
     runs = [k for k, run in enumerate(found.runs) if run.structure == chosen and not run.ran_off]
-    members = [found.run_alone(k).simulate(u, y_initial) for k in runs] + list(more)
+    members = [found.run_alone(k).simulate(u, y_initial) for k in runs]
     if getattr(found, "arx", None) is not None:
         members.append(found.reference().simulate(u, y_initial))
-    if not members:
-        return y_hat, np.zeros_like(y_hat)
+    return y_hat, disagreement(y_hat, members)
+
+
+def disagreement(y_hat: np.ndarray, members: Sequence[np.ndarray]) -> np.ndarray:
+    """``D`` ``(N, n_outputs)``: the largest distance of a member's simulation from ``y_hat``
+    (``inf`` where one is not finite; zero without members)."""
+    if not len(members):
+        return np.zeros_like(y_hat)
     d = np.max([np.abs(m - y_hat) for m in members], axis=0)
-    return y_hat, np.where(np.isfinite(d), d, np.inf)
+    return np.where(np.isfinite(d), d, np.inf)
 
 
 def scaled_simulation(

@@ -69,6 +69,7 @@ __all__ = [
     "lag_regressors",
     "output_box",
     "refit_polynomial",
+    "regression_rows",
     "regressor_names",
     "term_name",
     "term_values",
@@ -292,7 +293,7 @@ def refit_polynomial(estimation: Record, like: PolynomialNarx) -> PolynomialNarx
     ``estimation`` is standardised as ``like``'s fit was. The error reduction
     ratios are ``like``'s.
     """
-    regressors, targets = _rows(estimation, like.na, like.nb)
+    regressors, targets = regression_rows(estimation, like.na, like.nb)
     values = term_values(regressors, like.terms)
     coefficients = np.zeros_like(like.coefficients)
     for i in range(like.n_outputs):
@@ -319,8 +320,9 @@ def output_box(y: np.ndarray, share: float) -> tuple[np.ndarray, np.ndarray]:
     return lo - share * span, hi + share * span
 
 
-def _rows(record: Record, na: int, nb: int) -> tuple[np.ndarray, np.ndarray]:
-    """Regressors and targets of every experiment of ``record``, stacked."""
+def regression_rows(record: Record, na: int, nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """Regressors ``r_t`` (:func:`lag_regressors`) and targets of every experiment of ``record``
+    longer than the lag, stacked."""
     lag, regressors, targets = max(na, nb - 1), [], []
     for first, stop in record.experiments:
         if stop - first > lag:
@@ -338,7 +340,7 @@ def _family(
     Coefficient set ``k - 1`` uses each output's first ``k`` terms.
     """
     nb, n_outputs = na + 1, estimation.y.shape[1]
-    regressors, targets = _rows(estimation, na, nb)
+    regressors, targets = regression_rows(estimation, na, nb)
     candidates = candidate_terms(regressors.shape[1], degree)
     values = term_values(regressors, candidates)
     fits = [frols(values, targets[:, i], min(max_terms, len(candidates))) for i in range(n_outputs)]

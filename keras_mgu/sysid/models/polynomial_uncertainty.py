@@ -26,7 +26,7 @@ import numpy as np
 
 from keras_mgu.datasets import Record
 from keras_mgu.sysid.models.frols import term_values
-from keras_mgu.sysid.models.polynomial import PolynomialNarx, lag_regressors
+from keras_mgu.sysid.models.polynomial import PolynomialNarx, regression_rows
 
 __all__ = ["coefficient_covariances", "coefficient_draws", "drawn_simulations"]
 
@@ -34,15 +34,12 @@ __all__ = ["coefficient_covariances", "coefficient_draws", "drawn_simulations"]
 def coefficient_covariances(model: PolynomialNarx, estimation: Record) -> list[np.ndarray]:
     """``Sigma_j`` ``(p_j, p_j)`` of each output's used terms (module docstring), on
     ``estimation`` standardised as the model's fit was."""
-    lag, rows, targets = model.lag, [], []
-    for first, stop in estimation.experiments:
-        if stop - first > lag + 1:
-            u, y = estimation.u[first:stop], estimation.y[first:stop]
-            rows.append(lag_regressors(u, y, model.na, model.nb))
-            targets.append(y[lag:])
-    if not rows:
-        raise ValueError(f"The estimation record has no experiment longer than {lag + 1} samples.")
-    values, targets = term_values(np.concatenate(rows), model.terms), np.concatenate(targets)
+    if not any(stop - first > model.lag for first, stop in estimation.experiments):
+        raise ValueError(
+            f"The estimation record has no experiment longer than {model.lag} samples."
+        )
+    regressors, targets = regression_rows(estimation, model.na, model.nb)
+    values = term_values(regressors, model.terms)
     covariances = []
     for j in range(model.n_outputs):
         used = np.flatnonzero(model.coefficients[:, j] != 0)
@@ -88,12 +85,7 @@ def drawn_simulations(
     """
     model, path = run.polynomial, run.path
     outer = path.outer
-
-    def standardised(record: Record) -> Record:
-        u_s = outer.transform_u(path.delayed(record.u, record.boundaries))
-        return Record(u_s, outer.transform_y(record.y), record.ts, boundaries=record.boundaries)
-
-    sets = coefficient_draws(model, standardised(estimation), draws, seed)
+    sets = coefficient_draws(model, path.record(estimation), draws, seed)  # as the fit saw it
     u_s = outer.transform_u(path.delayed(np.asarray(u, dtype=np.float64)))
     y_s = outer.transform_y(np.asarray(y_initial, dtype=np.float64))
     return np.stack([outer.inverse_transform_y(y) for y in model.simulate_batch(u_s, y_s, sets)])
