@@ -24,11 +24,31 @@ def is_zoo(benchmark: str) -> bool:
     return benchmark.startswith(ZOO_PREFIX)
 
 
-def load_zoo_plant(benchmark: str):
-    """The ``ZooPlant`` of ``zoo:NAME``: its default length, the fixed data seed."""
+def load_zoo_plant(benchmark: str, shift_input: int = 0):
+    """The ``ZooPlant`` of ``zoo:NAME``: its default length, the fixed data seed.
+
+    ``shift_input``: every record's input column shifted by that many samples by hand,
+    ``u(k - shift_input)`` beside ``y(k)`` (each record ``shift_input`` samples shorter, the
+    beyond record's ``beyond_start`` as many earlier): a dead time taken out before the
+    recipe sees the data.
+    """
+    import dataclasses
+
     from keras_mgu import datasets
 
-    return datasets.zoo_plant(benchmark[len(ZOO_PREFIX) :], seed=ZOO_DATA_SEED)
+    plant = datasets.zoo_plant(benchmark[len(ZOO_PREFIX) :], seed=ZOO_DATA_SEED)
+    if shift_input == 0:
+        return plant
+
+    def shifted(record):
+        n = shift_input
+        return dataclasses.replace(record, u=record.u[:-n], y=record.y[n:])
+
+    data = plant.data
+    records = {name: shifted(getattr(data, name)) for name in ("estimation", "validation", "test")}
+    data = dataclasses.replace(data, **records)
+    return dataclasses.replace(plant, data=data, beyond=shifted(plant.beyond),
+                               beyond_start=plant.beyond_start - shift_input)  # fmt: skip
 
 
 def zoo_scores(found, plant, n: int) -> dict:

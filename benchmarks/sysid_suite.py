@@ -51,6 +51,8 @@ Usage::
         --config '{"units": [64]}' --out benchmarks/results/suite_variants/units_64
     python benchmarks/sysid_suite.py --backend jax --benchmarks zoo:duffing zoo:bouc_wen \\
         --seeds 0 1 --out benchmarks/results/zoo
+    python benchmarks/sysid_suite.py --backend jax --benchmarks zoo:heated_tank --seeds 0 \\
+        --shift-input 13 --out benchmarks/results/suite_shifted   # the dead time taken out by hand
 
 The data come from ``--data-root`` (default ``../shared/data`` beside the
 checkout), one folder per benchmark as ``keras_mgu.datasets.load_benchmark``
@@ -126,6 +128,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="train the restarts one by one (identify(population=False)), as the "
                         "committed tables were")  # fmt: skip
     parser.add_argument("--config", default="{}", help="RecipeConfig settings as a JSON object")
+    parser.add_argument("--shift-input", type=int, default=0, metavar="N",
+                        help="zoo plants: every record's input shifted by N samples by hand "
+                        "(u(k - N) beside y(k))")  # fmt: skip
     parser.add_argument("--data-root", default=DEFAULT_ROOT, help="folder of benchmark folders")
     parser.add_argument("--out", default=DEFAULT_OUT, help="results folder")
     parser.add_argument("--report", action="store_true", help="print the tables and exit")
@@ -153,7 +158,7 @@ def load_data(args: argparse.Namespace, benchmark: str):
     from keras_mgu import datasets
 
     if is_zoo(benchmark):
-        plant = load_zoo_plant(benchmark)
+        plant = load_zoo_plant(benchmark, args.shift_input)
         return plant.data, plant
     return datasets.load_benchmark(benchmark, os.path.join(args.data_root, benchmark)), None
 
@@ -312,6 +317,7 @@ def run_all(args: argparse.Namespace) -> None:
             cmd = [sys.executable, os.path.abspath(__file__), "--worker", benchmark, str(seed),
                    "--restarts", str(args.restarts), "--config", args.config,
                    "--data-root", args.data_root, "--out", args.out,
+                   "--shift-input", str(args.shift_input),
                    *(["--one-by-one"] if args.one_by_one else [])]  # fmt: skip
             env = {**os.environ, "KERAS_BACKEND": args.backend}
             print(f"== {benchmark}, {args.backend}, seed {seed}", flush=True)
@@ -343,6 +349,8 @@ def reproducing_command(args: argparse.Namespace, benchmark: str, backend: str, 
         parts.append("--one-by-one")
     if json.loads(args.config):
         parts += ["--config", shlex.quote(args.config)]
+    if args.shift_input:
+        parts += ["--shift-input", str(args.shift_input)]
     if not is_zoo(benchmark) and not _same_path(args.data_root, DEFAULT_ROOT):
         parts += ["--data-root", shlex.quote(_shown_path(args.data_root))]
     if not _same_path(args.out, DEFAULT_OUT):

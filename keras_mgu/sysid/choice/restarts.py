@@ -33,7 +33,13 @@ from keras_mgu.sysid.choice import report
 from keras_mgu.sysid.choice.candidates import Structure, lag_structures
 from keras_mgu.sysid.choice.capacity import choose_capacity
 from keras_mgu.sysid.choice.racing import RaceCheckpoint, race_against, with_stop
-from keras_mgu.sysid.choice.runoff import OutputBox, describe_exit, stress_input
+from keras_mgu.sysid.choice.runoff import (
+    STRETCH,
+    OutputBox,
+    describe_exit,
+    stress_input,
+    stretched_input,
+)
 from keras_mgu.sysid.choice.selection import describe_members, select
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.identification import Identification
@@ -130,7 +136,13 @@ class Restarts:
         self.first = (start.u[:lag], start.y[:lag])
         #: The range no free run may leave (:mod:`~keras_mgu.sysid.choice.runoff`).
         self.box = OutputBox.of(data.estimation.y)
-        self._stress: bool | None = None  # whether the stress experiment applies
+        #: The stress experiments' inputs (:mod:`~keras_mgu.sysid.choice.runoff`), by name.
+        u = data.estimation.u
+        self.stresses = {
+            "the estimation inputs then reversed": stress_input(u),
+            f"the estimation inputs stretched {STRETCH:g} times": stretched_input(u),
+        }
+        self._applies: dict[str, bool] = {}  # whether each stress experiment applies
         self._arx: RunResult | None = None
 
     def first_runs(self, seed: int) -> list[RunResult]:
@@ -268,11 +280,21 @@ class Restarts:
         start = time.perf_counter()
         if self.polynomial_fit is None:
             head = est if self.held_out is None else option.path.record(self.held_out)
-            self.polynomial_fit = fit_polynomial(est, val, held_out=head)[0]
+            stretched = self._stretched(option)
+            self.polynomial_fit = fit_polynomial(est, val, held_out=head, stretched=stretched)[0]
         run = train_polynomial_run(
             est, val, self.polynomial_fit, option.config, seed, self.fit_verbose, self.progress
         )
         return dataclasses.replace(run, seconds=time.perf_counter() - start)
+
+    def _stretched(self, option: Structure) -> Record | None:
+        """The stretched experiment as ``option`` sees it (its inputs, the estimation
+        outputs), where it applies (:meth:`stress_applies`); None otherwise."""
+        experiment, u = list(self.stresses.items())[-1]
+        if not self.stress_applies(experiment):
+            return None
+        est = self.data.estimation
+        return option.path.record(dataclasses.replace(est, u=u, name=experiment))
 
     def _train_group(
         self, members: list[PlannedRun], share: float | None, race: RaceCheckpoint | None = None
@@ -330,7 +352,7 @@ class Restarts:
         out) and the validation record's free runs are those scored
         (``horizons``, ``test_like``: standardised errors after the first
         ``n`` measured samples); the stress experiment is simulated
-        where it applies (:meth:`_stress_applies`).
+        where it applies (:meth:`stress_applies`).
         """
         est, val, head = self.data.estimation, self.data.validation, self.scored_start
         names = est.output_names
@@ -344,27 +366,28 @@ class Restarts:
         ]
         m = min(n, val.n_samples - 1)
         checks.append(("the validation record", val.y[m:] + test_like * std, m))
-        if self._stress_applies():
-            u = stress_input(est.u)
+        for experiment, u in self.stresses.items():
+            if not self.stress_applies(experiment):
+                continue
             if single.config.initial_state == "learned":  # its state is the record's start
-                checks.append(("the estimation inputs then reversed", single.simulate(u), 0))
+                checks.append((experiment, single.simulate(u), 0))
             else:
-                stress = single.simulate(u, est.y[:n])[n:]
-                checks.append(("the estimation inputs then reversed", stress, n))
+                checks.append((experiment, single.simulate(u, est.y[:n])[n:], n))
         for experiment, y, offset in checks:
             said = describe_exit(experiment, y, self.box, offset, names)
             if said is not None:
                 return said
         return None
 
-    def _stress_applies(self) -> bool:
-        """Whether the least-squares ARX model stays in :attr:`box` on the stress experiment."""
-        if self._stress is None:
+    def stress_applies(self, experiment: str) -> bool:
+        """Whether the least-squares ARX model stays in :attr:`box` on the stress
+        experiment ``experiment`` (a key of :attr:`stresses`)."""
+        if experiment not in self._applies:
             arx = self.arx_run(self.options[0].config)
-            self._stress = False
+            self._applies[experiment] = False
             if arx is not None:
                 reference = Identification([arx], 0, self.data.n_initial, self.first)
                 est, n = self.data.estimation, reference.measured_n()
-                y = reference.simulate(stress_input(est.u), est.y[:n])[n:]
-                self._stress = self.box.first_exit(y) is None
-        return self._stress
+                y = reference.simulate(self.stresses[experiment], est.y[:n])[n:]
+                self._applies[experiment] = self.box.first_exit(y) is None
+        return self._applies[experiment]

@@ -15,7 +15,15 @@ box, or is not finite, on:
    on the record it was fitted to but is unstable elsewhere in its range
    shows. Where the least-squares ARX model leaves the box on it (a plant
    that integrates its input can go anywhere on reordered inputs), the
-   experiment says nothing of the runs and is left out.
+   experiment says nothing of the runs and is left out;
+4. a stretched experiment (:func:`stretched_input`): the estimation inputs,
+   their deviations from their mean :data:`STRETCH` times as large, from the
+   same start: what a run does beyond its input range. A linear plant's
+   output deviations grow by the same factor, and the box holds deviations up
+   to twice the estimation's, so a model whose law stays close to linear out
+   there stays in with room to spare; one whose terms blow up as their
+   arguments leave the range (a polynomial's cubic cross terms) leaves it.
+   It too is left out where the least-squares ARX model leaves the box on it.
 
 :class:`~keras_mgu.sysid.choice.restarts.Restarts` neither chooses nor
 averages such a run, and its progress line and the report say why
@@ -29,7 +37,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["OutputBox", "describe_exit", "stress_input"]
+__all__ = ["STRETCH", "OutputBox", "describe_exit", "stress_input", "stretched_input"]
+
+#: How much larger the stretched experiment's input deviations are than the estimation's
+#: (:func:`stretched_input`): half as large again, so that a linear response (1.5 times the
+#: estimation's deviations) stays well inside the box (twice them).
+STRETCH = 1.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +78,14 @@ def stress_input(u: np.ndarray) -> np.ndarray:
     """The stress experiment's inputs ``(2N, n_inputs)``: ``u`` ``(N, n_inputs)``, then reversed."""
     u = np.asarray(u)
     return np.concatenate([u, u[::-1]], axis=0)
+
+
+def stretched_input(u: np.ndarray, factor: float = STRETCH) -> np.ndarray:
+    """The stretched experiment's inputs ``(N, n_inputs)``: ``m + factor (u - m)``, ``m`` the
+    mean of each input channel of ``u`` ``(N, n_inputs)``."""
+    u = np.asarray(u, dtype=np.float64)
+    mean = u.mean(axis=0)
+    return mean + factor * (u - mean)
 
 
 def describe_exit(

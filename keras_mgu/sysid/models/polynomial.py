@@ -22,7 +22,9 @@ mean squares equally weighted
 (:meth:`~keras_mgu.sysid.Identification.choice_error`): the lowest score keeps
 its ``na``, degree and ``k``. A model
 whose free run leaves ``[min - s/2, max + s/2]`` of the estimation outputs
-(``s`` their span) on either record is not
+(``s`` their span) on either record, or on the recipe's stretched
+experiment (the estimation inputs with larger deviations,
+:func:`~keras_mgu.sysid.choice.runoff.stretched_input`), is not
 kept (it runs off), and every free run is clamped to ``[min - s, max + s]``
 (so it stays finite; the guard is saved with the model). The fit costs
 seconds and depends on the data alone;
@@ -251,6 +253,7 @@ def fit_polynomial(
     degrees: tuple[int, ...] = DEGREES,
     max_terms: int = MAX_TERMS,
     held_out: Record | None = None,
+    stretched: Record | None = None,
 ) -> tuple[PolynomialNarx, list[dict]]:
     """The polynomial NARX model the free run chooses (module docstring), and the table.
 
@@ -260,6 +263,10 @@ def fit_polynomial(
         held_out: The record the free runs score beside the validation
             record, standardised: the estimation record's held-out head, or
             the estimation record itself (``None``: the validation record alone).
+        stretched: An experiment (standardised inputs and outputs) on which a
+            kept model's free run must stay in the box too, scored on nothing
+            else: the recipe's stretched estimation inputs
+            (:func:`~keras_mgu.sysid.choice.runoff.stretched_input`).
 
     Returns:
         The model and one row per ``(na, degree)``: ``na``, ``nb``,
@@ -277,6 +284,9 @@ def fit_polynomial(
                 head, n_head = free_run_errors(model, sets, held_out, keep, HORIZON_SAMPLES)
                 parts += [head / n_head] if n_head else []
             scores = np.sqrt(np.mean(parts, axis=0))
+            if stretched is not None:
+                away = free_run_errors(model, sets, stretched, keep, HORIZON_SAMPLES)[0]
+                scores = np.where(np.isfinite(away), scores, np.inf)
             k = int(np.argmin(scores))
             table.append({"na": na, "nb": na + 1, "degree": degree, "terms": k + 1,
                           "score": float(scores[k])})  # fmt: skip

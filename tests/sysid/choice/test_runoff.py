@@ -3,7 +3,13 @@
 import numpy as np
 import pytest
 
-from keras_mgu.sysid.choice.runoff import OutputBox, describe_exit, stress_input
+from keras_mgu.sysid.choice.runoff import (
+    STRETCH,
+    OutputBox,
+    describe_exit,
+    stress_input,
+    stretched_input,
+)
 from tests.helpers import BACKEND_INDEPENDENT
 
 
@@ -79,6 +85,49 @@ def test_a_run_made_to_diverge_runs_off():
         model = build_output_error(linear, option.config.n_initial)
         run = RunResult(model, 0, float("nan"), 0, 0.0, None, option.config)
         runs.append(restarts._scored(run, option, 0, "run"))
-    assert restarts._stress_applies()  # the tanks' ARX model holds on the stress experiment
+    assert restarts.stress_applies(
+        "the estimation inputs then reversed"
+    )  # the tanks' ARX model holds on the stress experiment
     assert runs[0].ran_off is None
     assert runs[1].ran_off.startswith("left [") and "on the estimation record" in runs[1].ran_off
+
+
+@BACKEND_INDEPENDENT
+def test_the_stretched_input_keeps_each_mean_and_stretches_each_deviation():
+    u = np.array([[0.0, 10.0], [2.0, 14.0], [1.0, 12.0], [5.0, 12.0]])
+    stretched = stretched_input(u, 2.0)
+    expected = np.stack([u[:, j].mean() + 2.0 * (u[:, j] - u[:, j].mean()) for j in (0, 1)], 1)
+    np.testing.assert_allclose(stretched, expected)
+    np.testing.assert_allclose(stretched_input(u), u.mean(0) + STRETCH * (u - u.mean(0)))
+
+
+def test_a_polynomial_that_blows_up_beyond_its_range_runs_off_on_the_stretched_experiment():
+    """The hardening oscillator's polynomial chosen on its records alone stays in the box on
+    them and on the reversed inputs, and leaves it once the inputs are stretched: the run
+    is not kept, and the report says where. The one the recipe fits does not."""
+    import dataclasses
+
+    from keras_mgu import datasets, sysid
+    from keras_mgu.sysid.choice.candidates import model_classes
+    from keras_mgu.sysid.choice.restarts import Restarts
+    from keras_mgu.sysid.models.polynomial import fit_polynomial
+    from keras_mgu.sysid.training.run import RunResult
+
+    data = datasets.zoo_plant("hardening_oscillator", seed=0).data
+    config = sysid.RecipeConfig(model_classes=("polynomial",), input_delay=0)
+    options, _ = model_classes(data, config)
+    restarts, option = Restarts(data, options, restarts=1), options[0]
+    name = f"the estimation inputs stretched {STRETCH:g} times"
+    assert list(restarts.stresses)[-1] == name and restarts.stress_applies(name)
+    est, val = restarts.records["polynomial"]
+    plain = fit_polynomial(est, val, lags=(6,), degrees=(3,), held_out=est)[0]
+    stretched = restarts._stretched(option)
+    careful = fit_polynomial(est, val, lags=(6,), degrees=(3,), held_out=est,
+                             stretched=stretched)[0]  # fmt: skip
+    said = []
+    for fitted in (plain, careful):
+        run_config = dataclasses.replace(option.config, n_initial=fitted.lag, units=())
+        run = RunResult(fitted.keras_model(), 0, float("nan"), 0, 0.0, None, run_config)
+        said.append(restarts._scored(run, option, 0, "run").ran_off)
+    assert said[0].startswith("left [") and f"on {name} at sample" in said[0]
+    assert said[1] is None

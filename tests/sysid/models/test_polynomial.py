@@ -193,6 +193,43 @@ def test_a_model_that_runs_off_stays_finite_and_is_not_kept(rng):
     assert count == 399 and total[0] == np.inf and np.isfinite(total[1])
 
 
+def _hardening_records() -> tuple[Record, Record, Record]:
+    """The zoo's hardening oscillator (data seed 0), standardised as the recipe does: the
+    estimation and validation records, and the stretched experiment (inputs 1.5 times)."""
+    from keras_mgu import datasets
+
+    data = datasets.zoo_plant("hardening_oscillator", seed=0).data
+    e = data.estimation
+    (mu, su), (my, sy) = (e.u.mean(0), e.u.std(0)), (e.y.mean(0), e.y.std(0))
+    est, val = (Record((r.u - mu) / su, (r.y - my) / sy) for r in (e, data.validation))
+    return est, val, Record(1.5 * est.u, est.y)
+
+
+@numpy_only
+def test_no_kept_model_leaves_the_box_on_the_stretched_experiment():
+    """On the hardening oscillator the cubic model that simulates the records best blows up
+    once its inputs are half as large again; with the stretched experiment the fit keeps a
+    shorter model of the same family that stays in the box there."""
+    est, val, stretched = _hardening_records()
+    keep = output_box(est.y, 0.5)
+
+    def leaves(model):
+        y = model.simulate_batch(stretched.u, stretched.y[: model.lag])[0]
+        return not np.all((y >= keep[0]) & (y <= keep[1]))
+
+    plain, (row,) = fit_polynomial(est, val, lags=(6,), degrees=(3,), held_out=est)
+    careful, (careful_row,) = fit_polynomial(
+        est, val, lags=(6,), degrees=(3,), held_out=est, stretched=stretched
+    )
+    assert leaves(plain) and not leaves(careful)
+    assert careful_row["terms"] < row["terms"] and careful_row["score"] > row["score"]
+    plain_terms = {tuple(t) for t in plain.terms}
+    assert {tuple(t) for t in careful.terms} <= plain_terms  # the same FROLS order, shorter
+    # Without the experiment the fit is the one of before, to the bit.
+    again, _ = fit_polynomial(est, val, lags=(6,), degrees=(3,), held_out=est, stretched=None)
+    np.testing.assert_array_equal(again.coefficients, plain.coefficients)
+
+
 def test_the_class_identifies_saves_and_describes_itself(rng, tmp_path):
     record = _plant_record(rng, 1600, noise=1e-3)
     data = SysIdData(
