@@ -18,12 +18,13 @@ box, or is not finite, on:
    experiment says nothing of the runs and is left out;
 4. a stretched experiment (:func:`stretched_input`): the estimation inputs,
    their deviations from their mean :data:`STRETCH` times as large, from the
-   same start: what a run does beyond its input range. A linear plant's
-   output deviations grow by the same factor, and the box holds deviations up
-   to twice the estimation's, so a model whose law stays close to linear out
-   there stays in with room to spare; one whose terms blow up as their
-   arguments leave the range (a polynomial's cubic cross terms) leaves it.
-   It too is left out where the least-squares ARX model leaves the box on it.
+   same start: what a run does beyond its input range. A linear model's
+   output deviations from their mean grow by the same factor, which the box
+   (the range widened by half its span on each side) holds where the mean is
+   not far from the middle of the range; a model whose law stays close to
+   linear out there stays in, one whose terms blow up as their arguments
+   leave the range (a polynomial's cubic cross terms) leaves it. It is left
+   out where the least-squares ARX model leaves the box on it.
 
 :class:`~keras_mgu.sysid.choice.restarts.Restarts` neither chooses nor
 averages such a run, and its progress line and the report say why
@@ -41,7 +42,8 @@ __all__ = ["STRETCH", "OutputBox", "describe_exit", "stress_input", "stretched_i
 
 #: How much larger the stretched experiment's input deviations are than the estimation's
 #: (:func:`stretched_input`): half as large again, so that a linear response (1.5 times the
-#: estimation's deviations) stays well inside the box (twice them).
+#: estimation's deviations from the mean) stays inside the box, which reaches twice the
+#: deviations of an output whose mean is at the middle of its range.
 STRETCH = 1.5
 
 
