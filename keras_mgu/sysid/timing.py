@@ -86,7 +86,9 @@ def estimate_training(
     data = hold_out(data, config.held_out, config.held_out_at)[0]  # what identify's runs fit
     options, _ = structures(data, config)
     first = options[0]
-    est, _ = first.path.records(data, first.config.validation_continues)
+    est, _ = first.path.records(
+        data, first.config.validation_continues, first.config.initial_state == "learned"
+    )
     model = build_run_model(est, first.config, seed)
     model.compile(run_optimizer(first.config), "mse")
     windows = training_windows(est, first.config, seed)

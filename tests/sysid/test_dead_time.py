@@ -128,6 +128,29 @@ def test_no_score_reads_a_delayed_input_from_before_its_record(linear, data):
     assert head > 5 * np.abs(y_sim[n:] - val.y[n:]).max()
 
 
+def test_the_order_search_on_a_delay_equals_it_on_inputs_shifted_by_hand():
+    """The ARX orders, their validation scores and the settings derived from them are those
+    of the same record with its input shifted by hand (the dead samples dropped): no fit or
+    score reads an input from before a record. The plant starts away from rest, as a tank
+    warming from the room's temperature does, where the held input would answer wrongly."""
+    from keras_mgu.sysid.choice.candidates import lag_structures
+
+    nk, data = DEAD_TIME + 1, _dead_time_data(n=1500, seed=3)
+    records = (data.estimation, data.validation, data.test)
+    warm = [dataclasses.replace(r, y=r.y + 10.0 * np.exp(-np.arange(len(r.y)) / 15.0)[:, None])
+            for r in records]  # fmt: skip
+    data = SysIdData(*warm)
+    shifted = SysIdData(*[Record(r.u[:-nk], r.y[nk:]) for r in warm])
+    config = sysid.RecipeConfig(model_classes=("linear",))
+    (delayed,) = lag_structures(data, dataclasses.replace(config, input_delay=nk), ("linear",))
+    (hand,) = lag_structures(shifted, dataclasses.replace(config, input_delay=0), ("linear",))
+    scores = [[row["validation_rmse"] for row in s.orders_table] for s in (delayed, hand)]
+    np.testing.assert_allclose(scores[0], scores[1], rtol=1e-9)
+    assert delayed.linear.orders == hand.linear.orders
+    assert delayed.config.window == hand.config.window
+    np.testing.assert_allclose(delayed.linear.b, hand.linear.b, rtol=1e-9, atol=1e-12)
+
+
 def test_a_given_delay_is_used_as_given(data, capsys):
     config = sysid.RecipeConfig(
         model_classes=("linear",), iterations=5, validation_checks=2, input_delay=4

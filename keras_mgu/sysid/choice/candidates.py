@@ -30,6 +30,7 @@ from keras_mgu.sysid.models.delay import (
     check_input_delay,
     delay_inputs,
     estimate_input_delay,
+    without_dead_samples,
 )
 from keras_mgu.sysid.models.signals import SignalPath
 from keras_mgu.sysid.training.lag_run import LAG_CLASSES, lag_config, lag_orders
@@ -84,11 +85,16 @@ def input_delay(data: SysIdData, config: RecipeConfig) -> tuple[int, ...]:
 
 
 def delayed_data(data: SysIdData, delay: tuple[int, ...]) -> SysIdData:
-    """``data`` with the estimation and validation inputs delayed (each record at rest first)."""
+    """``data`` with the estimation and validation inputs delayed, each experiment without its
+    dead samples (:func:`~keras_mgu.sysid.models.delay.without_dead_samples`: their outputs
+    answer inputs from before it), so that no ARX fit, order score or standardisation reads
+    an input the plant never had."""
     if not any(delay):
         return data
     records = {
-        name: dataclasses.replace(record, u=delay_inputs(record.u, delay, record.boundaries))
+        name: without_dead_samples(
+            dataclasses.replace(record, u=delay_inputs(record.u, delay, record.boundaries)), delay
+        )
         for name, record in (("estimation", data.estimation), ("validation", data.validation))
     }
     return dataclasses.replace(data, **records)

@@ -121,7 +121,10 @@ class Restarts:
         self.fit_verbose = 2 if loud else 0
         self.progress = (TerminalProgress(),) if verbose and not loud else ()
         self.records = {
-            o.name: o.path.records(data, o.config.validation_continues) for o in options
+            o.name: o.path.records(
+                data, o.config.validation_continues, o.config.initial_state == "learned"
+            )
+            for o in options
         }
         self.left = restarts + len(options) - 1  # runs still to train
         self.budget = options[0].config.time_budget
@@ -279,7 +282,7 @@ class Restarts:
         est, val = self.records[option.name]
         start = time.perf_counter()
         if self.polynomial_fit is None:
-            head = est if self.held_out is None else option.path.record(self.held_out)
+            head = est if self.held_out is None else option.path.trimmed(self.held_out)
             stretched = self._stretched(option)
             self.polynomial_fit = fit_polynomial(est, val, held_out=head, stretched=stretched)[0]
         run = train_polynomial_run(
@@ -293,8 +296,7 @@ class Restarts:
         experiment, u = list(self.stresses.items())[-1]
         if not self.stress_applies(experiment):
             return None
-        est = self.data.estimation
-        return option.path.record(dataclasses.replace(est, u=u, name=experiment))
+        return option.path.trimmed(dataclasses.replace(self.data.estimation, u=u, name=experiment))
 
     def _train_group(
         self, members: list[PlannedRun], share: float | None, race: RaceCheckpoint | None = None

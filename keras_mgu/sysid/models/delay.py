@@ -84,6 +84,7 @@ __all__ = [
     "delay_inputs",
     "describe_input_delay",
     "estimate_input_delay",
+    "without_dead_samples",
 ]
 
 #: The longest delay searched is at least this many samples ...
@@ -120,6 +121,27 @@ def delay_inputs(u: Any, delay: Sequence[int], boundaries: Sequence[int] = ()) -
             rows = np.maximum(np.arange(len(piece)) - int(nk), 0)
             out[first:stop, i] = piece[rows, i] if len(piece) else piece[:, i]
     return out
+
+
+def without_dead_samples(record: Any, delay: Sequence[int]) -> Any:
+    """``record`` (a :class:`~keras_mgu.datasets.Record` whose inputs are delayed by
+    :func:`delay_inputs`) without each experiment's first ``max(delay)`` samples.
+
+    Those samples' outputs answer inputs from before the experiment, which
+    :func:`delay_inputs` stands in for with its first input: a least-squares
+    row or a scored sample there reads an input the plant never had. An
+    experiment no more than twice that long is kept whole.
+    """
+    dead = max(delay, default=0)
+    if dead == 0:
+        return record
+    from keras_mgu.datasets import join_experiments
+
+    pieces = [
+        record.slice(first + dead if stop - first > 2 * dead else first, stop)
+        for first, stop in record.experiments
+    ]
+    return join_experiments(pieces, name=record.name)
 
 
 def check_input_delay(value: Any, n_inputs: int | None = None) -> tuple[int, ...] | None:

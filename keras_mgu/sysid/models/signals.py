@@ -26,7 +26,7 @@ import numpy as np
 
 from keras_mgu.datasets import Normalizer, Record, SysIdData
 from keras_mgu.sysid.models.arx import LinearModel
-from keras_mgu.sysid.models.delay import delay_inputs
+from keras_mgu.sysid.models.delay import delay_inputs, without_dead_samples
 
 __all__ = ["SignalPath"]
 
@@ -93,15 +93,27 @@ class SignalPath:
             boundaries=record.boundaries,
         )  # fmt: skip
 
-    def records(self, data: SysIdData, continues: bool) -> tuple[Record, Record]:
+    def trimmed(self, record: Record) -> Record:
+        """:meth:`record` of ``record``, each experiment without its :attr:`dead_samples`
+        (:func:`~keras_mgu.sysid.models.delay.without_dead_samples`): what a fit reads."""
+        return without_dead_samples(self.record(record), self.input_delay)
+
+    def records(
+        self, data: SysIdData, continues: bool, learned_state: bool = False
+    ) -> tuple[Record, Record]:
         """The estimation and validation records of ``data`` as the network sees them.
 
         With ``continues`` the validation record goes on from the estimation
         record: the linear model runs through both, from the first output.
+        Otherwise each is on its own, without the dead samples a delay puts
+        at each experiment's start (:attr:`dead_samples`: their outputs answer
+        inputs from before the experiment), but for the estimation record of
+        a ``learned_state`` model, whose state is that record's first sample.
         """
         est, val = data.estimation, data.validation
         if not continues:
-            return self.record(est), self._without_dead_head(self.record(val))
+            est = self.record(est) if learned_state else self.trimmed(est)
+            return est, self.trimmed(val)
         joined = self.record(
             Record(
                 np.concatenate([est.u, val.u]), np.concatenate([est.y, val.y]), est.ts,
@@ -109,9 +121,3 @@ class SignalPath:
             )
         )  # fmt: skip
         return joined.slice(0, est.n_samples), joined.slice(est.n_samples, None)
-
-    def _without_dead_head(self, record: Record) -> Record:
-        """``record`` without its first :attr:`dead_samples` (their delayed inputs precede
-        it), where enough is left; ``record`` itself otherwise."""
-        dead = self.dead_samples
-        return record.slice(dead, None) if 0 < dead < record.n_samples // 2 else record

@@ -8,7 +8,11 @@ from scipy.signal import lfilter
 
 from keras_mgu.sysid import LinearModel, RecipeConfig
 from keras_mgu.sysid.models.arx import order_search_note, select_linear_model
-from keras_mgu.sysid.models.delay import delay_inputs, estimate_input_delay
+from keras_mgu.sysid.models.delay import (
+    delay_inputs,
+    estimate_input_delay,
+    without_dead_samples,
+)
 from keras_mgu.sysid.models.signals import SignalPath
 from tests.helpers import BACKEND_INDEPENDENT
 
@@ -85,6 +89,20 @@ def test_the_shift_matches_a_hand_shifted_reference():
     assert delay_inputs(u, (0, 0)) is u and delay_inputs(u, ()) is u
     path = SignalPath(None, input_delay=(3, 7))
     np.testing.assert_array_equal(path.delayed(u), shifted)
+
+
+def test_each_experiment_loses_its_dead_samples_unless_it_is_short():
+    from keras_mgu.datasets import Record
+
+    u, y = np.arange(60.0).reshape(30, 2), np.arange(30.0)[:, None]
+    record = Record(u, y, name="r", boundaries=(20, 27))  # experiments of 20, 7 and 3 samples
+    trimmed = without_dead_samples(record, (3, 1))
+    keep = [*range(3, 20), *range(23, 27), *range(27, 30)]  # the last, 3 <= 2 x 3, kept whole
+    np.testing.assert_array_equal(trimmed.u, u[keep])
+    np.testing.assert_array_equal(trimmed.y, y[keep])
+    assert trimmed.experiments == [(0, 17), (17, 21), (21, 24)] and trimmed.name == "r"
+    assert without_dead_samples(record, (0,)) is record
+    assert without_dead_samples(record, ()) is record
 
 
 def test_a_delayed_arx_regresses_on_the_delayed_inputs():
