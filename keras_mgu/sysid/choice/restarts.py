@@ -55,6 +55,12 @@ from keras_mgu.sysid.training.run import RunResult, train_simulator
 
 __all__ = ["Restarts", "best_run", "kept_runs", "selection_pool"]
 
+#: The stress experiments' names (:mod:`~keras_mgu.sysid.choice.runoff`), as the report says them.
+REVERSED, STRETCHED = (
+    "the estimation inputs then reversed",
+    f"the estimation inputs stretched {STRETCH:g} times",
+)
+
 
 def kept_runs(runs: list[RunResult], pool: Sequence[int] | None = None) -> list[int]:
     """The runs of ``pool`` (default: all) that did not run off (:attr:`RunResult.ran_off`);
@@ -141,10 +147,7 @@ class Restarts:
         self.box = OutputBox.of(data.estimation.y)
         #: The stress experiments' inputs (:mod:`~keras_mgu.sysid.choice.runoff`), by name.
         u = data.estimation.u
-        self.stresses = {
-            "the estimation inputs then reversed": stress_input(u),
-            f"the estimation inputs stretched {STRETCH:g} times": stretched_input(u),
-        }
+        self.stresses = {REVERSED: stress_input(u), STRETCHED: stretched_input(u)}
         self._applies: dict[str, bool] = {}  # whether each stress experiment applies
         self._arx: RunResult | None = None
 
@@ -293,10 +296,12 @@ class Restarts:
     def _stretched(self, option: Structure) -> Record | None:
         """The stretched experiment as ``option`` sees it (its inputs, the estimation
         outputs), where it applies (:meth:`stress_applies`); None otherwise."""
-        experiment, u = list(self.stresses.items())[-1]
-        if not self.stress_applies(experiment):
+        if not self.stress_applies(STRETCHED):
             return None
-        return option.path.trimmed(dataclasses.replace(self.data.estimation, u=u, name=experiment))
+        stretched = dataclasses.replace(
+            self.data.estimation, u=self.stresses[STRETCHED], name=STRETCHED
+        )
+        return option.path.trimmed(stretched)
 
     def _train_group(
         self, members: list[PlannedRun], share: float | None, race: RaceCheckpoint | None = None

@@ -118,7 +118,7 @@ def test_a_polynomial_that_blows_up_beyond_its_range_runs_off_on_the_stretched_e
     options, _ = model_classes(data, config)
     restarts, option = Restarts(data, options, restarts=1), options[0]
     name = f"the estimation inputs stretched {STRETCH:g} times"
-    assert list(restarts.stresses)[-1] == name and restarts.stress_applies(name)
+    assert name in restarts.stresses and restarts.stress_applies(name)
     est, val = restarts.records["polynomial"]
     plain = fit_polynomial(est, val, lags=(6,), degrees=(3,), held_out=est)[0]
     stretched = restarts._stretched(option)
