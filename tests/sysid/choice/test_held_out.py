@@ -101,9 +101,11 @@ def test_no_run_fits_the_samples_the_choice_scores(monkeypatch, at):
     assert {name for name, _ in seen} >= {
         "lag_structures", "structures", "train_lag_run", "fit_polynomial", "train_simulator"
     }  # fmt: skip
+    dead = found.runs[0].path.dead_samples  # the lag fits' records start after them
     for name, records in seen:
         estimation = records[0].estimation if isinstance(records[0], SysIdData) else records[0]
-        assert estimation.n_samples == n_fit, name  # never the held-out samples
+        trimmed = name in ("train_lag_run", "fit_polynomial")
+        assert estimation.n_samples == n_fit - (dead if trimmed else 0), name  # never the held out
         if isinstance(records[0], SysIdData):  # physical: the fitted part's own samples
             np.testing.assert_array_equal(estimation.y, fitted.estimation.y)
     for k, run in enumerate(found.runs):
@@ -165,8 +167,9 @@ def test_the_kept_runs_are_trained_again_on_the_whole_estimation_record(monkeypa
     [chosen] = choices
     kept = sorted(set(found.members) or {found.best})
     n_runs = len(found.runs)
-    assert lengths[:n_runs] == [n_fit] * n_runs
-    assert lengths[n_runs:] == [plant.data.estimation.n_samples] * len(kept)
+    dead = found.runs[0].path.dead_samples  # the lag fits' records start after them
+    assert lengths[:n_runs] == [n_fit - dead] * n_runs
+    assert lengths[n_runs:] == [plant.data.estimation.n_samples - dead] * len(kept)
     test = plant.data.test
     for k, run in enumerate(found.runs):
         np.testing.assert_array_equal(run.choice_error, chosen.runs[k].choice_error)
