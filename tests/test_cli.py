@@ -576,7 +576,8 @@ def test_identify_own_files_of_several_experiments(tmp_path, capsys):
     # 20% of 228 samples (46) validate, cut from the second experiment: 128 + 54 estimate
     assert "recipe: 182 estimation samples" in out
     config = mgu["config"]
-    assert config["window"] == 54  # the shortest experiment, not the whole record
+    dead = max(mgu["input_delay"]["samples"], default=0)  # each experiment is fitted after them
+    assert config["window"] == 54 - dead  # the shortest experiment, not the whole record
     assert config["validation_continues"] is False and config["linear_prior"] is False
     assert set(mgu["structures"]) == {"network"}
     assert np.isfinite(mgu["rmse"]) and last_line_rmse(out) > 0
