@@ -81,11 +81,12 @@ def drawn_simulations(
 
     ``run``: a :class:`~keras_mgu.sysid.training.run.RunResult` with a
     ``polynomial``; ``estimation``, ``u`` and ``y_initial`` physical (the
-    run's signal path delays and standardises them as its simulation does).
+    run's signal path delays and standardises them as its simulation does; the
+    estimation record without its dead samples, as the fit read it).
     """
     model, path = run.polynomial, run.path
     outer = path.outer
-    sets = coefficient_draws(model, path.record(estimation), draws, seed)  # as the fit saw it
+    sets = coefficient_draws(model, path.trimmed(estimation), draws, seed)  # as the fit saw it
     u_s = outer.transform_u(path.delayed(np.asarray(u, dtype=np.float64)))
     y_s = outer.transform_y(np.asarray(y_initial, dtype=np.float64))
     return np.stack([outer.inverse_transform_y(y) for y in model.simulate_batch(u_s, y_s, sets)])
