@@ -201,6 +201,8 @@ def run_one(args: argparse.Namespace, benchmark: str, seed: int) -> dict:
                 "test": scale * member.score(data.test, "benchmark", n),
                 "test_all": scale * member.score(data.test),
                 "ran_off": run.ran_off,
+                "not_kept": run.not_kept,
+                "edge": None if run.edge is None else run.edge.to_dict(),
             }
         )
         if previous is not None:

@@ -75,6 +75,15 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     assert f"test, {said}" in out
     for off in mgu["ran_off"]:  # runs that ran off, said as printed
         assert off["where"] in out and off["class"] == mgu["structures"][off["run"] - 1]
+    for out_run in mgu["not_kept"]:  # those and the runs worse than ARX at the record's edges
+        assert f"run {out_run['run']} ({out_run['class']}, seed {out_run['seed']}): " in out
+    # What the chosen class does beyond its range, and its edge error beside the ARX model's.
+    outside = mgu["outside_range"]
+    assert outside["class"] == mgu["class"]
+    assert f"the chosen {outside['class']} {outside['behaviour']}" in out
+    edge = outside["edge"]  # a nonlinear run worse there is kept only where every run is out
+    if edge is not None and edge["worse"] and mgu["class"] != "linear":
+        assert len(mgu["not_kept"]) == n_runs
     # One number per run, its place in training order, in the progress lines as in the file.
     printed = re.findall(r"^run (\d+) \(([a-z+]+), seed", out, re.MULTILINE)
     assert [int(k) for k, _ in printed] == list(range(1, n_runs + 1))

@@ -633,6 +633,9 @@ def results_row(
     coverage, ``reference``: the ARX model's and the last-sample predictor's
     RMSE (:class:`~keras_mgu.sysid.Evaluation`), ``warning``: the line that
     says no network beats the ARX model on the choice, or None;
+    ``outside_range``: the chosen class, what it does outside its estimation
+    range and its error at the record's edges beside the ARX model's
+    (:func:`~keras_mgu.sysid.choice.outside_range.outside_range`);
     ``input_delay``: ``samples`` per input and whether ``estimated`` (else
     given with ``--input-delay``); ``arx_orders``: the ARX reference's ``na``,
     ``nb`` on the delayed inputs (None without one); ``terms``:
@@ -645,6 +648,7 @@ def results_row(
     score (the network's units); ``wall_seconds``: the training's wall time,
     ``cpu_seconds``: the CPU time of this process over it.
     """
+    from keras_mgu.sysid.choice.outside_range import outside_range
     from keras_mgu.sysid.choice.report import linear_not_beaten
     from keras_mgu.sysid.choice.selection import member_weights
 
@@ -673,6 +677,11 @@ def results_row(
             for k, run in enumerate(found.runs)
             if getattr(run, "ran_off", None) is not None
         ],
+        "not_kept": [
+            {"run": k + 1, "class": run.structure, "seed": run.seed, "why": run.not_kept}
+            for k, run in enumerate(found.runs)
+            if getattr(run, "not_kept", None) is not None
+        ],
         "stopped": [
             {"run": k + 1, "class": run.structure, "seed": run.seed, **_finite(run.stopped)}
             for k, run in enumerate(found.runs)
@@ -696,6 +705,7 @@ def results_row(
         },
         "arx_orders": _arx_orders(found),
         "warning": linear_not_beaten(found.class_table),
+        "outside_range": outside_range(found),
         "terms": found.polynomial_terms(),
     }
     if protocol is not None:

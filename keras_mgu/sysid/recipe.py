@@ -40,6 +40,7 @@ import keras
 from keras_mgu.datasets import Record, SysIdData
 from keras_mgu.sysid.choice.candidates import model_classes
 from keras_mgu.sysid.choice.held_out import hold_out
+from keras_mgu.sysid.choice.outside_range import describe_outside_range
 from keras_mgu.sysid.choice.refit import refit_kept
 from keras_mgu.sysid.choice.report import describe_class_table, print_settings
 from keras_mgu.sysid.choice.restarts import Restarts
@@ -105,4 +106,5 @@ def identify(
     found = calibrate(found, data.validation, held_out=head, held_out_model=chosen)
     if verbose:
         print(describe_class_table(found.class_table, winner.name), flush=True)
+        print(describe_outside_range(found), flush=True)
     return found

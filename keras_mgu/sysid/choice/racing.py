@@ -164,11 +164,12 @@ def network_scale(path: Any) -> float:
 
 def race_against(options: Sequence[Any], finished: Sequence[Any]) -> RaceCheckpoint | None:
     """The checkpoint of runs of the structures ``options`` (trained as one), racing the best
-    choice RMSE of the ``finished`` runs (:class:`~keras_mgu.sysid.RunResult`) that did not run
-    off; None for a quick class (:data:`QUICK_CLASSES`) or where no finished run is kept."""
+    choice RMSE of the ``finished`` runs (:class:`~keras_mgu.sysid.RunResult`) the choice may
+    keep (:attr:`~keras_mgu.sysid.RunResult.not_kept`); None for a quick class
+    (:data:`QUICK_CLASSES`) or where no finished run is kept."""
     if any(o.name in QUICK_CLASSES for o in options):
         return None
-    kept = [run for run in finished if run.ran_off is None]
+    kept = [run for run in finished if run.not_kept is None]
     if not kept:
         return None
     reference = min(run.choice_rmse for run in kept)

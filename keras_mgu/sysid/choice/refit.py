@@ -78,7 +78,7 @@ def refit_kept(
     refits = again.train([(option, found.runs[k].seed) for k in kept], "refit")
     runs = list(found.runs)
     for k, run in zip(kept, refits, strict=True):
-        if run.ran_off is None:
+        if run.not_kept is None:
             runs[k] = dataclasses.replace(
                 run, choice_error=runs[k].choice_error, horizon_rmse=runs[k].horizon_rmse
             )

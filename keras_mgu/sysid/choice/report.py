@@ -60,7 +60,7 @@ def run_line(run: RunResult, name: str, kind: str, done: int) -> str:
 
 
 def _off(run: RunResult) -> str:
-    return "" if run.ran_off is None else f"; ran off ({run.ran_off}): not kept"
+    return "" if run.not_kept is None else f"; {run.not_kept}: not kept"
 
 
 def stop_note(run: RunResult) -> str:
@@ -77,12 +77,19 @@ def stop_note(run: RunResult) -> str:
 
 
 def ran_off_lines(runs: list[RunResult]) -> list[str]:
-    """One line per run that ran off (:attr:`RunResult.ran_off`), saying where: not kept."""
+    """One line per run the choice keeps out (:attr:`RunResult.not_kept`), saying why: its
+    free run ran off (and where), or it errs more than the ARX model at the record's edges."""
     return [
-        f"not kept: run {k + 1} ({run.structure}, seed {run.seed}): its free run {run.ran_off}"
+        f"not kept: run {k + 1} ({run.structure}, seed {run.seed}): {_why(run)}"
         for k, run in enumerate(runs)
-        if run.ran_off is not None
+        if run.not_kept is not None
     ]
+
+
+def _why(run: RunResult) -> str:
+    if run.ran_off is not None:
+        return f"its free run {run.ran_off}"
+    return f"it errs more than the ARX model at the record's edges ({run.edge.describe()})"
 
 
 def capacity_line(chosen: RecipeConfig) -> str:
@@ -103,7 +110,10 @@ def class_table(
 
     Each row also gives its best run's two halves of it: ``validation`` (the
     validation record simulated from its first measured samples) and
-    ``horizon`` (:class:`RunResult`). ``arx``, the least-squares ARX model the lag classes
+    ``horizon`` (:class:`RunResult`), and where it was checked its error at
+    the record's edges (:mod:`~keras_mgu.sysid.judging.edges`): ``edge``,
+    the ARX model's on the same samples ``edge_arx``, and their number
+    ``edge_samples``. ``arx``, the least-squares ARX model the lag classes
     start from, scored as a run, is the first row (``runs`` 0).
     """
     table = []
@@ -124,6 +134,9 @@ def _class_row(name: str, runs: list[RunResult], count: int) -> dict:
         "median": float(np.median(scores)), "validation": test_like_rmse(best),
         "horizon": float(best.horizon_rmse),
     }  # fmt: skip
+    if best.edge is not None and best.edge.samples:
+        row["edge"], row["edge_arx"] = float(best.edge.rmse), float(best.edge.linear_rmse)
+        row["edge_samples"] = best.edge.samples
     stopped = [run.stopped for run in runs if run.stopped]
     if stopped:  # the class's first run, stopped by its race
         row["stopped_at"], row["stopped_of"] = stopped[0]["iteration"], stopped[0]["iterations"]
@@ -144,7 +157,8 @@ def describe_class_table(table: list[dict], chosen: str) -> str:
     lines = [
         "choice RMSE (standardised; validation and the free run through the estimation "
         "record or its held-out start, equally weighted) of each class tried, best / median of "
-        "its runs, and the best run's validation | horizon:"
+        "its runs, and the best run's validation | horizon; its error on the validation "
+        "samples at the estimation record's edges, beside the ARX model's there:"
     ]
     for row in table:
         mark = "  <- chosen" if row["class"] == chosen else ""
@@ -153,6 +167,8 @@ def describe_class_table(table: list[dict], chosen: str) -> str:
             runs += f", stopped at iteration {row['stopped_at']} of {row['stopped_of']}"
         nan = float("nan")
         parts = f"{row.get('validation', nan):.4f} | {row.get('horizon', nan):.4f}"
+        if "edge" in row:
+            parts += f"; edge {row['edge']:.4f}, ARX there {row['edge_arx']:.4f}"
         lines.append(
             f"  {row['class']:<16} {row['best']:.4f} / {row['median']:.4f}  ({parts}; {runs})"
             + mark

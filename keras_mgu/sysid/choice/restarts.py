@@ -14,8 +14,10 @@ remaining restarts (after its capacity is screened, with
 ``capacity="search"``); :meth:`Restarts.chosen` keeps the best run of the
 winning class's pool, or an average of runs (:mod:`~keras_mgu.sysid.choice.selection`).
 A run whose free run leaves the estimation outputs' range
-(:mod:`~keras_mgu.sysid.choice.runoff`) is neither chosen nor averaged, unless
-every run did.
+(:mod:`~keras_mgu.sysid.choice.runoff`), or a nonlinear run that errs more than
+the least-squares ARX model on the validation record's samples at the
+estimation record's edges (:mod:`~keras_mgu.sysid.judging.edges`), is neither
+chosen nor averaged, unless every run is kept out.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from keras_mgu.sysid.choice.runoff import (
 from keras_mgu.sysid.choice.selection import describe_members, select
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.identification import Identification
+from keras_mgu.sysid.judging.edges import edge_check, edge_mask
 from keras_mgu.sysid.judging.extrapolation import EstimationRange
 from keras_mgu.sysid.judging.noise_model import fit_noise_model
 from keras_mgu.sysid.judging.scoring import equal_weights, error_rmse
@@ -63,10 +66,10 @@ REVERSED, STRETCHED = (
 
 
 def kept_runs(runs: list[RunResult], pool: Sequence[int] | None = None) -> list[int]:
-    """The runs of ``pool`` (default: all) that did not run off (:attr:`RunResult.ran_off`);
-    all of ``pool`` where every one did."""
+    """The runs of ``pool`` (default: all) the choice may keep (:attr:`RunResult.not_kept`
+    None: no run-off, no edge error above the ARX model's); all of ``pool`` where none is."""
     pool = list(range(len(runs)) if pool is None else pool)
-    return [k for k in pool if runs[k].ran_off is None] or pool
+    return [k for k in pool if runs[k].not_kept is None] or pool
 
 
 def best_run(runs: list[RunResult], pool: Sequence[int] | None = None) -> int:
@@ -77,7 +80,7 @@ def best_run(runs: list[RunResult], pool: Sequence[int] | None = None) -> int:
 
 
 def selection_pool(runs: list[RunResult], winner: str) -> list[int]:
-    """The runs the selection chooses from: the winning class's that did not run off.
+    """The runs the selection chooses from: the winning class's that may be kept.
 
     Runs of one class share their validation protocol (the same scored
     samples), so their simulations can be averaged; an average exports as one
@@ -150,6 +153,10 @@ class Restarts:
         self.stresses = {REVERSED: stress_input(u), STRETCHED: stretched_input(u)}
         self._applies: dict[str, bool] = {}  # whether each stress experiment applies
         self._arx: RunResult | None = None
+        #: The validation record's samples at the estimation record's edges
+        #: (:mod:`~keras_mgu.sysid.judging.edges`).
+        self.edges = edge_mask(data.estimation, data.validation)
+        self._edge_reference: tuple | None = None
 
     def first_runs(self, seed: int) -> list[RunResult]:
         """One run of every class, from ``seed``; the quick classes first, then the
@@ -347,6 +354,7 @@ class Restarts:
         if kind == "reference":
             return run
         run.ran_off = self._ran_off(single, horizons, test_like)
+        run.edge = self._edge(single, test_like)
         self.done += kind == "run"
         if self.verbose:
             print(report.run_line(run, option.name, kind, self.done), flush=True)
@@ -385,6 +393,25 @@ class Restarts:
             if said is not None:
                 return said
         return None
+
+    def _edge(self, single: Identification, test_like: np.ndarray):
+        """The run's :class:`~keras_mgu.sysid.judging.edges.EdgeCheck` against the
+        least-squares ARX model (None without one)."""
+        if self._edge_reference is None:
+            arx = self.arx_run(self.options[0].config)
+            if arx is None:
+                self._edge_reference = ()
+            else:
+                reference = Identification([arx], 0, self.data.n_initial, self.first)
+                error = reference.test_like_error(self.data.validation)
+                self._edge_reference = (error, self._scored_from(reference))
+        if not self._edge_reference:
+            return None
+        return edge_check(self.edges, test_like, self._scored_from(single), *self._edge_reference)
+
+    def _scored_from(self, single: Identification) -> int:
+        """The first validation sample :meth:`~Identification.test_like_error` scores."""
+        return min(single.measured_n(), self.data.validation.n_samples - 1)
 
     def stress_applies(self, experiment: str) -> bool:
         """Whether the least-squares ARX model stays in :attr:`box` on the stress

@@ -117,7 +117,7 @@ def member_disagreement(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(y_hat, D)``: ``found``'s simulation of ``u`` and its members' disagreement with it.
 
-    The members: every run of the class ``found`` kept that did not run off,
+    The members: every run of the class ``found`` kept that the choice may keep,
     and its ARX reference (where it has one), simulated from the same ``y_initial``
     (:meth:`~keras_mgu.sysid.Identification.simulate`); ``(N, n_outputs)`` each.
     A model without members besides itself disagrees with nothing (``D = 0``).
@@ -127,7 +127,7 @@ def member_disagreement(
     """
     y_hat = found.simulate(u, y_initial)
     chosen = found.runs[found.best].structure
-    runs = [k for k, run in enumerate(found.runs) if run.structure == chosen and not run.ran_off]
+    runs = [k for k, run in enumerate(found.runs) if run.structure == chosen and not run.not_kept]
     members = [found.run_alone(k).simulate(u, y_initial) for k in runs]
     if getattr(found, "arx", None) is not None:
         members.append(found.reference().simulate(u, y_initial))

@@ -127,7 +127,11 @@ class RunResult:
     coefficients and error reduction ratios. ``ran_off`` says where its free
     run left the estimation outputs' range (None: it did not, or it was not
     checked; :mod:`~keras_mgu.sysid.choice.runoff`): such a run is neither
-    chosen nor averaged. ``stopped`` says where a class's first run was
+    chosen nor averaged. ``edge`` (an
+    :class:`~keras_mgu.sysid.judging.edges.EdgeCheck`; None: not checked) is
+    its error on the validation record's samples at the estimation record's
+    edges beside the least-squares ARX model's: a nonlinear run that errs
+    more there is not kept either (:attr:`not_kept`). ``stopped`` says where a class's first run was
     stopped at its racing checkpoint, far behind the best run finished
     (:mod:`~keras_mgu.sysid.choice.racing`; None: it ran all its
     iterations). A run read from a model file
@@ -153,6 +157,7 @@ class RunResult:
     polynomial: Any = None
     ran_off: str | None = None
     stopped: dict | None = None
+    edge: Any = None
 
     @property
     def choice_rmse(self) -> float:
@@ -161,6 +166,17 @@ class RunResult:
             return self.validation_rmse
         value = float(np.sqrt(np.mean(np.square(self.choice_error))))
         return value if np.isfinite(value) else float("inf")
+
+    @property
+    def not_kept(self) -> str | None:
+        """Why the choice keeps this run out, or None: its free run ran off
+        (:attr:`ran_off`), or it is nonlinear and errs more than the ARX model at
+        the record's edges (:attr:`edge`; the linear class is a linear model)."""
+        if self.ran_off is not None:
+            return f"ran off ({self.ran_off})"
+        if self.edge is not None and self.edge.worse and self.structure != "linear":
+            return f"errs more than the ARX model at the record's edges ({self.edge.describe()})"
+        return None
 
 
 def _check_record(record: Any, what: str, min_samples: int = 2) -> Record:

@@ -51,8 +51,8 @@ def test_the_rule_on_given_scores():
         goes_on([1.0, 2.0], [1.0], reference)
 
 
-def _finished(score, ran_off=None):
-    return types.SimpleNamespace(choice_rmse=score, ran_off=ran_off)
+def _finished(score, not_kept=None):
+    return types.SimpleNamespace(choice_rmse=score, not_kept=not_kept)
 
 
 def _option(name, inner=None):
@@ -61,12 +61,12 @@ def _option(name, inner=None):
 
 
 def test_a_run_races_the_best_kept_run_finished_before_it():
-    finished = [_finished(0.5), _finished(0.01, ran_off="up"), _finished(0.2)]
+    finished = [_finished(0.5), _finished(0.01, not_kept="ran off (up)"), _finished(0.2)]
     race = race_against([_option("narx")], finished)
     assert race.reference == 0.2  # the one that ran off is no reference
     assert race.scales == [1.0]
     assert race_against([_option("polynomial")], finished) is None  # a quick class
-    assert race_against([_option("network")], [_finished(0.01, ran_off="up")]) is None
+    assert race_against([_option("network")], [_finished(0.01, not_kept="ran off (up)")]) is None
     assert race_against([_option("network")], []) is None
 
 

@@ -16,7 +16,7 @@ def narx_run(best_iteration, stopped=None):
     config = RecipeConfig(iterations=2000, learning_rate=0.001, units=(64, 64))
     return SimpleNamespace(
         config=config, seed=0, choice_rmse=0.1, horizon_rmse=0.1, validation_rmse=0.1,
-        polynomial=None, best_iteration=best_iteration, seconds=12.0, ran_off=None,
+        polynomial=None, best_iteration=best_iteration, seconds=12.0, ran_off=None, not_kept=None,
         test_like_rmse=0.1, stopped=stopped,
     )  # fmt: skip
 

@@ -55,7 +55,7 @@ def test_a_run_that_ran_off_is_neither_chosen_nor_averaged_unless_every_one_did(
     from keras_mgu.sysid.choice.restarts import best_run, kept_runs, selection_pool
 
     def run(structure, score, off=None):
-        return types.SimpleNamespace(structure=structure, choice_rmse=score, ran_off=off)
+        return types.SimpleNamespace(structure=structure, choice_rmse=score, not_kept=off)
 
     runs = [run("loop", 0.1, "left [0, 1] ..."), run("loop", 0.3), run("network", 0.2),
             run("loop", 0.05, "left [0, 1] ...")]  # fmt: skip

@@ -129,7 +129,7 @@ def test_an_average_is_the_winning_class_runs_alone():
     from keras_mgu.sysid.choice.restarts import selection_pool
 
     classes = ["network", "linear+network", "narx", "network", "polynomial", "network"]
-    runs = [types.SimpleNamespace(structure=c, ran_off=None) for c in classes]
+    runs = [types.SimpleNamespace(structure=c, not_kept=None) for c in classes]
     assert selection_pool(runs, "network") == [0, 3, 5]
     assert selection_pool(runs, "linear+network") == [1]
     assert selection_pool(runs, "polynomial") == [4]

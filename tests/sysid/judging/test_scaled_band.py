@@ -54,8 +54,8 @@ def test_bad_shapes_and_starts_say_what_was_expected():
 
 
 class _Run:
-    def __init__(self, offset, structure="narx", ran_off=None):
-        self.offset, self.structure, self.ran_off = offset, structure, ran_off
+    def __init__(self, offset, structure="narx", not_kept=None):
+        self.offset, self.structure, self.not_kept = offset, structure, not_kept
 
     def simulate(self, u, y_initial=None):
         return u + self.offset
@@ -67,7 +67,7 @@ class _Found:
 
     best = 1
     arx = object()
-    runs = [_Run(1.0), _Run(3.0), _Run(9.0, "loop"), _Run(50.0, ran_off="validation")]
+    runs = [_Run(1.0), _Run(3.0), _Run(9.0, "loop"), _Run(50.0, not_kept="ran off (validation)")]
 
     def simulate(self, u, y_initial=None):
         return u + 2.0
