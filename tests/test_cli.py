@@ -81,9 +81,9 @@ def test_identify_quick_writes_results(tmp_path, capsys):
     outside = mgu["outside_range"]
     assert outside["class"] == mgu["class"]
     assert f"the chosen {outside['class']} {outside['behaviour']}" in out
-    edge = outside["edge"]  # a nonlinear run worse there is kept only where every run is out
-    if edge is not None and edge["worse"] and mgu["class"] != "linear":
-        assert len(mgu["not_kept"]) == n_runs
+    edge = outside["edge"]  # with the guard, a nonlinear run worse there is kept only where
+    if edge is not None and edge["worse"] and mgu["class"] != "linear":  # every run is out
+        assert not mgu["config"]["edge_guard"] or len(mgu["not_kept"]) == n_runs
     # One number per run, its place in training order, in the progress lines as in the file.
     printed = re.findall(r"^run (\d+) \(([a-z+]+), seed", out, re.MULTILINE)
     assert [int(k) for k, _ in printed] == list(range(1, n_runs + 1))

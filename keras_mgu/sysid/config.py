@@ -200,6 +200,15 @@ class RecipeConfig:
             far behind the best run finished before it, so that the classes
             that cannot win cost little (:mod:`~keras_mgu.sysid.choice.racing`).
             ``False``: every first run does all its iterations.
+        edge_guard: ``True``: keep no run of a nonlinear class whose error on
+            the validation samples at the estimation record's edges is above
+            the least-squares ARX model's there
+            (:mod:`~keras_mgu.sysid.judging.edges`). ``False`` (default): the
+            comparison is reported (each run's line, the class table,
+            ``results.json``), not acted on: on EMPS the guard keeps out the
+            class that tests best (linear+network, 5.4 mm) for the ARX model
+            (52.6 mm), whose error at the validation record's edges is lower
+            (``benchmarks/RESULTS.md``, "The edge guard").
     """
 
     cell: str = "mgu"
@@ -234,12 +243,13 @@ class RecipeConfig:
     held_out_at: str = "start"
     refit: bool = False
     racing: bool = True
+    edge_guard: bool = False
 
     def __post_init__(self) -> None:
         check_rule(self.selection)
         object.__setattr__(self, "held_out", check_held_out(self.held_out))
         check_held_out_at(self.held_out_at)
-        for name in ("refit", "racing"):
+        for name in ("refit", "racing", "edge_guard"):
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise ValueError(f"`{name}` must be True or False; received {value!r}.")

@@ -11,9 +11,10 @@ estimation record:
 
 The evidence: the chosen run's error on the validation samples at the
 estimation record's edges beside the least-squares ARX model's
-(:mod:`~keras_mgu.sysid.judging.edges`; a nonlinear run that errs more there
-is not kept), and that its free runs stayed inside the output box
-(:mod:`~keras_mgu.sysid.choice.runoff`; a run that leaves it is not kept).
+(:mod:`~keras_mgu.sysid.judging.edges`; with ``RecipeConfig(edge_guard=True)``
+a nonlinear run that errs more there is not kept), and that its free runs
+stayed inside the output box (:mod:`~keras_mgu.sysid.choice.runoff`; a run
+that leaves it is not kept).
 :func:`outside_range` gives both for ``results.json``,
 :func:`describe_outside_range` in a line for the report.
 """
@@ -66,6 +67,8 @@ def describe_outside_range(found: Any) -> str:
         verdict = "at most the ARX model's"
     elif entry["class"] == "linear":
         verdict = "a linear model, not held to it"
+    elif not getattr(found.runs[found.best].config, "edge_guard", False):
+        verdict = "above it (reported; RecipeConfig(edge_guard=True) keeps such runs out)"
     else:
         verdict = "above it, kept only because no run of the class tried is below it"
     return f"{line}; {edge.describe()}: {verdict}"

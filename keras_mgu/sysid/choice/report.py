@@ -60,7 +60,11 @@ def run_line(run: RunResult, name: str, kind: str, done: int) -> str:
 
 
 def _off(run: RunResult) -> str:
-    return "" if run.not_kept is None else f"; {run.not_kept}: not kept"
+    if run.not_kept is not None:
+        return f"; {run.not_kept}: not kept"
+    if run.edge_worse:  # reported; acted on with RecipeConfig(edge_guard=True)
+        return f"; {run.edge.describe()}: above the ARX model's"
+    return ""
 
 
 def stop_note(run: RunResult) -> str:

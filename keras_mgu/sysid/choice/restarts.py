@@ -14,10 +14,11 @@ remaining restarts (after its capacity is screened, with
 ``capacity="search"``); :meth:`Restarts.chosen` keeps the best run of the
 winning class's pool, or an average of runs (:mod:`~keras_mgu.sysid.choice.selection`).
 A run whose free run leaves the estimation outputs' range
-(:mod:`~keras_mgu.sysid.choice.runoff`), or a nonlinear run that errs more than
-the least-squares ARX model on the validation record's samples at the
-estimation record's edges (:mod:`~keras_mgu.sysid.judging.edges`), is neither
-chosen nor averaged, unless every run is kept out.
+(:mod:`~keras_mgu.sysid.choice.runoff`), or, with ``RecipeConfig(edge_guard=True)``,
+a nonlinear run that errs more than the least-squares ARX model on the
+validation record's samples at the estimation record's edges
+(:mod:`~keras_mgu.sysid.judging.edges`; every run's comparison is kept and
+reported), is neither chosen nor averaged, unless every run is kept out.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ REVERSED, STRETCHED = (
 
 def kept_runs(runs: list[RunResult], pool: Sequence[int] | None = None) -> list[int]:
     """The runs of ``pool`` (default: all) the choice may keep (:attr:`RunResult.not_kept`
-    None: no run-off, no edge error above the ARX model's); all of ``pool`` where none is."""
+    None: no run-off, and with the edge guard no edge error above the ARX model's); all of
+    ``pool`` where none is."""
     pool = list(range(len(runs)) if pool is None else pool)
     return [k for k in pool if runs[k].not_kept is None] or pool
 

@@ -12,9 +12,10 @@ with ``q_c(p)`` the ``p`` quantile of channel ``c`` (each input, each
 output) over the estimation record (strict inequalities: an input of a few
 levels marks no sample at its levels). :func:`edge_check` compares a run's
 RMSE on those samples with the least-squares ARX model's, on the samples both
-score. The recipe (:mod:`~keras_mgu.sysid.choice.restarts`) keeps no
-nonlinear run whose edge error is above the linear model's, where the record
-has at least :data:`MIN_EDGE_SAMPLES` edge samples.
+score. The recipe (:mod:`~keras_mgu.sysid.choice.restarts`) reports it for
+every run, and with ``RecipeConfig(edge_guard=True)`` keeps no nonlinear run
+whose edge error is above the linear model's, where the record has at least
+:data:`MIN_EDGE_SAMPLES` edge samples.
 """
 
 from __future__ import annotations

@@ -130,8 +130,9 @@ class RunResult:
     chosen nor averaged. ``edge`` (an
     :class:`~keras_mgu.sysid.judging.edges.EdgeCheck`; None: not checked) is
     its error on the validation record's samples at the estimation record's
-    edges beside the least-squares ARX model's: a nonlinear run that errs
-    more there is not kept either (:attr:`not_kept`). ``stopped`` says where a class's first run was
+    edges beside the least-squares ARX model's: with
+    ``RecipeConfig(edge_guard=True)`` a nonlinear run that errs more there is
+    not kept either (:attr:`not_kept`). ``stopped`` says where a class's first run was
     stopped at its racing checkpoint, far behind the best run finished
     (:mod:`~keras_mgu.sysid.choice.racing`; None: it ran all its
     iterations). A run read from a model file
@@ -168,13 +169,19 @@ class RunResult:
         return value if np.isfinite(value) else float("inf")
 
     @property
+    def edge_worse(self) -> bool:
+        """Whether this run is nonlinear and errs more than the ARX model at the record's
+        edges (:attr:`edge`; the linear class is a linear model, not held to it)."""
+        return self.edge is not None and self.edge.worse and self.structure != "linear"
+
+    @property
     def not_kept(self) -> str | None:
         """Why the choice keeps this run out, or None: its free run ran off
-        (:attr:`ran_off`), or it is nonlinear and errs more than the ARX model at
-        the record's edges (:attr:`edge`; the linear class is a linear model)."""
+        (:attr:`ran_off`), or :attr:`edge_worse` where its config asks for the
+        edge guard (``RecipeConfig.edge_guard``)."""
         if self.ran_off is not None:
             return f"ran off ({self.ran_off})"
-        if self.edge is not None and self.edge.worse and self.structure != "linear":
+        if self.edge_worse and getattr(self.config, "edge_guard", False):
             return f"errs more than the ARX model at the record's edges ({self.edge.describe()})"
         return None
 

@@ -13,8 +13,9 @@ from keras_mgu.sysid.judging.edges import MIN_EDGE_SAMPLES, EdgeCheck
 from tests.helpers import BACKEND_INDEPENDENT
 
 
-def _found(structure, edge):
-    run = types.SimpleNamespace(structure=structure, edge=edge)
+def _found(structure, edge, guard=True):
+    config = types.SimpleNamespace(edge_guard=guard)
+    run = types.SimpleNamespace(structure=structure, edge=edge, config=config)
     return types.SimpleNamespace(runs=[types.SimpleNamespace(), run], best=1)
 
 
@@ -26,10 +27,11 @@ def _found(structure, edge):
         ("polynomial", EdgeCheck(MIN_EDGE_SAMPLES - 1, 0.3, 0.2), "too few samples to decide"),
         ("linear", EdgeCheck(40, 0.3, 0.2), "a linear model, not held to it"),
         ("loop", EdgeCheck(40, 0.3, 0.2), "above it, kept only because no run"),
+        ("network", EdgeCheck(40, 0.3, 0.2), "above it (reported; RecipeConfig(edge_guard=True)"),
     ],
 )
 def test_the_line_gives_the_behaviour_the_figures_and_the_verdict(structure, edge, verdict):
-    found = _found(structure, edge)
+    found = _found(structure, edge, guard=structure != "network")
     line = describe_outside_range(found)
     assert line.startswith(f"outside the estimation range: the chosen {structure} ")
     assert BEHAVIOURS[structure] in line and verdict in line

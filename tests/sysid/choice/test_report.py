@@ -17,7 +17,7 @@ def narx_run(best_iteration, stopped=None):
     return SimpleNamespace(
         config=config, seed=0, choice_rmse=0.1, horizon_rmse=0.1, validation_rmse=0.1,
         polynomial=None, best_iteration=best_iteration, seconds=12.0, ran_off=None, not_kept=None,
-        test_like_rmse=0.1, stopped=stopped,
+        edge_worse=False, test_like_rmse=0.1, stopped=stopped,
     )  # fmt: skip
 
 

@@ -66,18 +66,34 @@ def test_too_few_edge_samples_decide_nothing_and_a_run_off_error_is_worse():
 
 
 @BACKEND_INDEPENDENT
-def test_a_nonlinear_run_worse_at_the_edges_is_not_kept_and_a_linear_one_is():
+@pytest.mark.parametrize("guard", [True, False])
+def test_with_the_guard_a_nonlinear_run_worse_at_the_edges_is_not_kept(guard):
     from keras_mgu.sysid.choice.restarts import best_run, kept_runs
+    from keras_mgu.sysid.config import RecipeConfig
     from keras_mgu.sysid.training.run import RunResult
 
+    config = RecipeConfig(edge_guard=guard)
+
     def run(structure, score, edge):
-        result = RunResult(None, 0, float("nan"), 0, 0.0, None, structure=structure)
+        result = RunResult(None, 0, float("nan"), 0, 0.0, None, config, structure=structure)
         result.choice_error = np.array([score])
         result.edge = EdgeCheck(50, edge, 0.2)
         return result
 
     runs = [run("narx", 0.1, 0.3), run("polynomial", 0.2, 0.19), run("linear", 0.3, 0.5)]
-    assert "at the record's edges" in runs[0].not_kept and runs[1].not_kept is None
-    assert runs[2].not_kept is None  # the linear class is a linear model
+    assert [r.edge_worse for r in runs] == [True, False, False]  # linear: not held to it
+    assert runs[1].not_kept is None and runs[2].not_kept is None
+    if not guard:  # reported, not acted on
+        assert runs[0].not_kept is None and kept_runs(runs) == [0, 1, 2] and best_run(runs) == 0
+        return
+    assert "at the record's edges" in runs[0].not_kept
     assert kept_runs(runs) == [1, 2] and best_run(runs) == 1
     assert best_run(runs, [0]) == 0  # every run of the pool kept out: they all stay
+
+
+@BACKEND_INDEPENDENT
+def test_the_guard_is_a_boolean():
+    from keras_mgu.sysid.config import RecipeConfig
+
+    with pytest.raises(ValueError, match="`edge_guard` must be True or False"):
+        RecipeConfig(edge_guard="yes")
