@@ -18,7 +18,8 @@ A run whose free run leaves the estimation outputs' range
 a nonlinear run that errs more than the least-squares ARX model on the
 validation record's samples at the estimation record's edges
 (:mod:`~keras_mgu.sysid.judging.edges`; every run's comparison is kept and
-reported), is neither chosen nor averaged, unless every run is kept out.
+reported), is neither chosen nor averaged, unless every run is kept out; the
+checks live in :mod:`~keras_mgu.sysid.choice.keep_out`.
 """
 
 from __future__ import annotations
@@ -35,18 +36,11 @@ from keras_mgu.datasets import Record, SysIdData
 from keras_mgu.sysid.choice import report
 from keras_mgu.sysid.choice.candidates import Structure, lag_structures
 from keras_mgu.sysid.choice.capacity import choose_capacity
+from keras_mgu.sysid.choice.keep_out import KeepOutChecks
 from keras_mgu.sysid.choice.racing import RaceCheckpoint, race_against, with_stop
-from keras_mgu.sysid.choice.runoff import (
-    STRETCH,
-    OutputBox,
-    describe_exit,
-    stress_input,
-    stretched_input,
-)
 from keras_mgu.sysid.choice.selection import describe_members, select
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.identification import Identification
-from keras_mgu.sysid.judging.edges import edge_check, edge_mask
 from keras_mgu.sysid.judging.extrapolation import EstimationRange
 from keras_mgu.sysid.judging.noise_model import fit_noise_model
 from keras_mgu.sysid.judging.scoring import equal_weights, error_rmse
@@ -58,12 +52,6 @@ from keras_mgu.sysid.training.population import PlannedRun, population_groups, t
 from keras_mgu.sysid.training.run import RunResult, train_simulator
 
 __all__ = ["Restarts", "best_run", "kept_runs", "selection_pool"]
-
-#: The stress experiments' names (:mod:`~keras_mgu.sysid.choice.runoff`), as the report says them.
-REVERSED, STRETCHED = (
-    "the estimation inputs then reversed",
-    f"the estimation inputs stretched {STRETCH:g} times",
-)
 
 
 def kept_runs(runs: list[RunResult], pool: Sequence[int] | None = None) -> list[int]:
@@ -91,7 +79,7 @@ def selection_pool(runs: list[RunResult], winner: str) -> list[int]:
     return kept_runs(runs, [k for k, run in enumerate(runs) if run.structure == winner])
 
 
-class Restarts:
+class Restarts(KeepOutChecks):
     """Trains and scores the runs of ``options`` on ``data`` (module docstring).
 
     Args:
@@ -148,17 +136,8 @@ class Restarts:
             start = held_out
         #: The first samples of the estimation record (the encoder's start), the head's if held out.
         self.first = (start.u[:lag], start.y[:lag])
-        #: The range no free run may leave (:mod:`~keras_mgu.sysid.choice.runoff`).
-        self.box = OutputBox.of(data.estimation.y)
-        #: The stress experiments' inputs (:mod:`~keras_mgu.sysid.choice.runoff`), by name.
-        u = data.estimation.u
-        self.stresses = {REVERSED: stress_input(u), STRETCHED: stretched_input(u)}
-        self._applies: dict[str, bool] = {}  # whether each stress experiment applies
         self._arx: RunResult | None = None
-        #: The validation record's samples at the estimation record's edges
-        #: (:mod:`~keras_mgu.sysid.judging.edges`).
-        self.edges = edge_mask(data.estimation, data.validation)
-        self._edge_reference: tuple | None = None
+        self.init_checks(data)
 
     def first_runs(self, seed: int) -> list[RunResult]:
         """One run of every class, from ``seed``; the quick classes first, then the
@@ -302,16 +281,6 @@ class Restarts:
         )
         return dataclasses.replace(run, seconds=time.perf_counter() - start)
 
-    def _stretched(self, option: Structure) -> Record | None:
-        """The stretched experiment as ``option`` sees it (its inputs, the estimation
-        outputs), where it applies (:meth:`stress_applies`); None otherwise."""
-        if not self.stress_applies(STRETCHED):
-            return None
-        stretched = dataclasses.replace(
-            self.data.estimation, u=self.stresses[STRETCHED], name=STRETCHED
-        )
-        return option.path.trimmed(stretched)
-
     def _train_group(
         self, members: list[PlannedRun], share: float | None, race: RaceCheckpoint | None = None
     ) -> list[RunResult]:
@@ -361,69 +330,3 @@ class Restarts:
         if self.verbose:
             print(report.run_line(run, option.name, kind, self.done), flush=True)
         return run
-
-    def _ran_off(self, single: Identification, horizons: list, test_like: np.ndarray) -> str | None:
-        """Where the run's free runs leave :attr:`box` (:mod:`~keras_mgu.sysid.choice.runoff`).
-
-        The estimation record's (its held-out start's, where one is held
-        out) and the validation record's free runs are those scored
-        (``horizons``, ``test_like``: standardised errors after the first
-        ``n`` measured samples); the stress experiment is simulated
-        where it applies (:meth:`stress_applies`).
-        """
-        est, val, head = self.data.estimation, self.data.validation, self.scored_start
-        names = est.output_names
-        std, n = np.asarray(single.path.outer.y_std), single.measured_n()
-        pieces = [(first, stop) for first, stop in head.experiments if stop - first > n]
-        where = "the estimation record"
-        where += "" if self.held_out is None else f"'s held-out {self.held_out_at}"
-        checks = [
-            (where, head.y[first + n : stop] + e * std, first + n)
-            for (first, stop), e in zip(pieces, horizons, strict=True)
-        ]
-        m = min(n, val.n_samples - 1)
-        checks.append(("the validation record", val.y[m:] + test_like * std, m))
-        for experiment, u in self.stresses.items():
-            if not self.stress_applies(experiment):
-                continue
-            if single.config.initial_state == "learned":  # its state is the record's start
-                checks.append((experiment, single.simulate(u), 0))
-            else:
-                checks.append((experiment, single.simulate(u, est.y[:n])[n:], n))
-        for experiment, y, offset in checks:
-            said = describe_exit(experiment, y, self.box, offset, names)
-            if said is not None:
-                return said
-        return None
-
-    def _edge(self, single: Identification, test_like: np.ndarray):
-        """The run's :class:`~keras_mgu.sysid.judging.edges.EdgeCheck` against the
-        least-squares ARX model (None without one)."""
-        if self._edge_reference is None:
-            arx = self.arx_run(self.options[0].config)
-            if arx is None:
-                self._edge_reference = ()
-            else:
-                reference = Identification([arx], 0, self.data.n_initial, self.first)
-                error = reference.test_like_error(self.data.validation)
-                self._edge_reference = (error, self._scored_from(reference))
-        if not self._edge_reference:
-            return None
-        return edge_check(self.edges, test_like, self._scored_from(single), *self._edge_reference)
-
-    def _scored_from(self, single: Identification) -> int:
-        """The first validation sample :meth:`~Identification.test_like_error` scores."""
-        return min(single.measured_n(), self.data.validation.n_samples - 1)
-
-    def stress_applies(self, experiment: str) -> bool:
-        """Whether the least-squares ARX model stays in :attr:`box` on the stress
-        experiment ``experiment`` (a key of :attr:`stresses`)."""
-        if experiment not in self._applies:
-            arx = self.arx_run(self.options[0].config)
-            self._applies[experiment] = False
-            if arx is not None:
-                reference = Identification([arx], 0, self.data.n_initial, self.first)
-                est, n = self.data.estimation, reference.measured_n()
-                y = reference.simulate(self.stresses[experiment], est.y[:n])[n:]
-                self._applies[experiment] = self.box.first_exit(y) is None
-        return self._applies[experiment]
