@@ -200,15 +200,11 @@ class RecipeConfig:
             far behind the best run finished before it, so that the classes
             that cannot win cost little (:mod:`~keras_mgu.sysid.choice.racing`).
             ``False``: every first run does all its iterations.
-        edge_guard: ``True``: keep no run of a nonlinear class whose error on
-            the validation samples at the estimation record's edges is above
-            the least-squares ARX model's there
-            (:mod:`~keras_mgu.sysid.judging.edges`). ``False`` (default): the
-            comparison is reported (each run's line, the class table,
-            ``results.json``), not acted on: on EMPS the guard keeps out the
-            class that tests best (linear+network, 5.4 mm) for the ARX model
-            (52.6 mm), whose error at the validation record's edges is lower
-            (``benchmarks/RESULTS.md``, "The edge guard").
+        edge_guard: ``True``: keep no nonlinear run whose error at the record's
+            edges is above the ARX model's (:mod:`~keras_mgu.sysid.judging.edges`).
+            ``False`` (default): reported, not acted on (on EMPS the guard keeps
+            the ARX model, 52.6 mm, over linear+network, 5.4 mm:
+            ``benchmarks/RESULTS.md``, "The edge guard").
     """
 
     cell: str = "mgu"
