@@ -57,6 +57,7 @@ class KeepOutChecks:
         #: (:mod:`~keras_mgu.sysid.judging.edges`).
         self.edges = edge_mask(data.estimation, data.validation)
         self._edge_reference: tuple | None = None
+        self._arx_reference: tuple | None = None  # (the ARX identification or None,), once made
 
     def _stretched(self, option: Structure) -> Record | None:
         """The stretched experiment as ``option`` sees it (its inputs, the estimation
@@ -105,16 +106,12 @@ class KeepOutChecks:
     def _edge(self, single: Identification, test_like: np.ndarray) -> EdgeCheck | None:
         """The run's :class:`~keras_mgu.sysid.judging.edges.EdgeCheck` against the
         least-squares ARX model (None without one)."""
-        if self._edge_reference is None:
-            arx = self.arx_run(self.options[0].config)
-            if arx is None:
-                self._edge_reference = ()
-            else:
-                reference = Identification([arx], 0, self.data.n_initial, self.first)
-                error = reference.test_like_error(self.data.validation)
-                self._edge_reference = (error, self._scored_from(reference))
-        if not self._edge_reference:
+        reference = self._reference()
+        if reference is None:
             return None
+        if self._edge_reference is None:  # the ARX model's validation error, and its first sample
+            error = reference.test_like_error(self.data.validation)
+            self._edge_reference = (error, self._scored_from(reference))
         return edge_check(self.edges, test_like, self._scored_from(single), *self._edge_reference)
 
     def _scored_from(self, single: Identification) -> int:
@@ -125,11 +122,20 @@ class KeepOutChecks:
         """Whether the least-squares ARX model stays in :attr:`box` on the stress
         experiment ``experiment`` (a key of :attr:`stresses`)."""
         if experiment not in self._applies:
-            arx = self.arx_run(self.options[0].config)
+            reference = self._reference()
             self._applies[experiment] = False
-            if arx is not None:
-                reference = Identification([arx], 0, self.data.n_initial, self.first)
+            if reference is not None:
                 est, n = self.data.estimation, reference.measured_n()
                 y = reference.simulate(self.stresses[experiment], est.y[:n])[n:]
                 self._applies[experiment] = self.box.first_exit(y) is None
         return self._applies[experiment]
+
+    def _reference(self) -> Identification | None:
+        """The least-squares ARX model (``arx_run``) as an identification, made once; None
+        where the record gives none."""
+        if self._arx_reference is None:
+            arx, made = self.arx_run(self.options[0].config), None
+            if arx is not None:
+                made = Identification([arx], 0, self.data.n_initial, self.first)
+            self._arx_reference = (made,)
+        return self._arx_reference[0]

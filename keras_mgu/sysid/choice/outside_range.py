@@ -56,9 +56,9 @@ def outside_range(found: Any) -> dict[str, Any]:
 
 def describe_outside_range(found: Any) -> str:
     """:func:`outside_range` in a line of the report."""
-    entry = outside_range(found)
+    entry, run = outside_range(found), found.runs[found.best]
     line = f"outside the estimation range: the chosen {entry['class']} {entry['behaviour']}"
-    edge = found.runs[found.best].edge
+    edge = run.edge
     if edge is None or not edge.samples:
         return line + "; no edge samples on validation to judge it by"
     if not edge.decides:
@@ -67,7 +67,7 @@ def describe_outside_range(found: Any) -> str:
         verdict = "at most the ARX model's"
     elif entry["class"] == "linear":
         verdict = "a linear model, not held to it"
-    elif not getattr(found.runs[found.best].config, "edge_guard", False):
+    elif not getattr(run.config, "edge_guard", False):
         verdict = "above it (reported; RecipeConfig(edge_guard=True) keeps such runs out)"
     else:
         verdict = "above it, kept only because no run of the class tried is below it"

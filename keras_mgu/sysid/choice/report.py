@@ -93,7 +93,7 @@ def ran_off_lines(runs: list[RunResult]) -> list[str]:
 def _why(run: RunResult) -> str:
     if run.ran_off is not None:
         return f"its free run {run.ran_off}"
-    return f"it errs more than the ARX model at the record's edges ({run.edge.describe()})"
+    return f"it {run.not_kept}"
 
 
 def capacity_line(chosen: RecipeConfig) -> str:
