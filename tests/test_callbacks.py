@@ -630,3 +630,49 @@ def test_terminal_progress_rewrites_one_line_and_erases_it(tty):
     steps = 2 * len(x) // BATCH
     assert shown == [f"training: {k}/{steps} iterations" for k in range(1, steps + 1)]
     assert "\n" not in stream.text and stream.text.endswith("\r")  # erased, no new line
+
+
+def _blocks_supported():
+    if keras.backend.backend() == "torch":
+        pytest.skip("Keras's PyTorch trainer runs one step per call (no steps_per_execution)")
+
+
+def test_checks_and_best_weights_are_the_same_under_steps_per_execution():
+    _blocks_supported()
+    x, y = _data(16)
+    xv, yv = _data(8, seed=5)
+    stoppers, weights = [], []
+    for block in (1, 2):
+        model = _model()
+        model.compile(
+            optimizer=keras.optimizers.Adam(1e-2), loss="mse", steps_per_execution=block,
+            metrics=[keras.metrics.RootMeanSquaredError(name="rmse")],
+        )  # fmt: skip
+        es = WeightedEarlyStopping({"val_rmse": 1.0}, validation_data=(xv, yv),
+                                   validation_frequency=4, check_at_start=True)  # fmt: skip
+        _fit(model, x, y, [es], epochs=3)  # 4 batches per epoch, 12 iterations
+        stoppers.append(es)
+        weights.append(_copy(model.get_weights()))
+    one, blocks = stoppers
+    assert [r["iteration"] for r in one.history] == [0, 4, 8, 12]
+    assert [r["iteration"] for r in blocks.history] == [0, 4, 8, 12]
+    assert [r["iteration"] for r in blocks.train_history] == list(range(2, 13, 2))  # per block
+    for a, b in zip(one.history, blocks.history, strict=True):
+        assert a["score"] == pytest.approx(b["score"], rel=1e-6)
+    assert one.best_iteration == blocks.best_iteration
+    for a, b in zip(*weights, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_terminal_progress_counts_iterations_under_steps_per_execution():
+    _blocks_supported()
+    from keras_mgu.callbacks import TerminalProgress
+
+    x, y = _data()
+    model = _model()
+    model.compile(optimizer="adam", loss="mse", steps_per_execution=2)
+    stream = _Terminal(True)
+    _fit(model, x, y, [TerminalProgress(stream, every=0.0)], epochs=2)
+    shown = [part.strip() for part in stream.text.split("\r") if part.strip()]
+    steps = 2 * len(x) // BATCH
+    assert shown == [f"training: {k}/{steps} iterations" for k in range(2, steps + 1, 2)]

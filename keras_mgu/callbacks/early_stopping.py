@@ -123,7 +123,11 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
     When checks run:
 
     * ``validation_frequency`` set: at the first training batch of the run
-      (global iteration 1) and at every iteration that is a multiple of ``N``,
+      (global iteration 1; under ``compile(steps_per_execution=k)``, where
+      Keras calls back once per ``k`` batches, the first block's last
+      iteration) and at every iteration that is a multiple of ``N`` (with
+      ``k`` a divisor of ``N``, exactly those; else the first block end past
+      each),
       with ``N`` the int given, or ``ceil(fraction * total)`` for a float in
       ``(0, 1]`` where ``total = steps_per_epoch * epochs`` of the ``fit``
       call. ``val_*`` values are then ``model.evaluate(validation_data)``
@@ -184,8 +188,9 @@ class WeightedEarlyStopping(keras.callbacks.Callback):
         best_weights: NumPy copies of the best weights of this run, or None.
         history: One dict per check: ``iteration``, ``epoch``, ``score`` and
             each weighted name with its unweighted value.
-        train_history: One dict per training batch: ``iteration``, ``epoch``
-            and the batch logs (``loss`` etc., running means over the epoch).
+        train_history: One dict per training batch (per block of ``k`` under
+            ``steps_per_execution=k``): ``iteration``, ``epoch`` and the batch
+            logs (``loss`` etc., running means over the epoch).
         stopped_epoch: Epoch (from 1) at which ``patience`` stopped training,
             else None.
     """

@@ -31,7 +31,7 @@ class TerminalProgress(keras.callbacks.Callback):
     def __init__(self, stream: TextIO | None = None, every: float = 0.2) -> None:
         super().__init__()
         self.stream, self.every = stream, float(every)
-        self._done, self._total, self._shown, self._width = 0, None, 0.0, 0
+        self._done, self._total, self._shown, self._width, self._epoch = 0, None, 0.0, 0, 0
 
     @property
     def active(self) -> bool:
@@ -43,10 +43,15 @@ class TerminalProgress(keras.callbacks.Callback):
         params = self.params or {}
         steps, epochs = params.get("steps"), params.get("epochs")
         self._total = steps * epochs if steps and epochs else None
-        self._done, self._shown = 0, 0.0
+        self._done, self._shown, self._epoch = 0, 0.0, 0
+
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        self._epoch = epoch
 
     def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-        self._done += 1
+        # From Keras's batch index: right under ``compile(steps_per_execution=k)`` too.
+        steps = (self.params or {}).get("steps") or 0
+        self._done = self._epoch * steps + batch + 1
         now = time.monotonic()
         if now - self._shown >= self.every:
             self._shown = now

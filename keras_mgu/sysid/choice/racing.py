@@ -121,7 +121,7 @@ class RaceCheckpoint(keras.callbacks.Callback):
         self.factor, self.fraction = float(factor), float(fraction)
         self.stopped: dict | None = None
         self._scores: Callable[[], Sequence[float]] | None = None
-        self._at, self._iterations, self._seen, self._offset = 0, 0, 0, 0
+        self._at, self._iterations, self._seen, self._offset, self._epoch = 0, 0, 0, 0, 0
 
     def watch(
         self, scores: Callable[[], Sequence[float]], iterations: int, every: int, offset: int = 0
@@ -137,11 +137,17 @@ class RaceCheckpoint(keras.callbacks.Callback):
     def on_train_begin(self, logs: dict | None = None) -> None:
         if self._scores is None:
             raise RuntimeError("RaceCheckpoint.watch() must be called before training.")
-        self._seen, self.stopped = 0, None
+        self._seen, self._epoch, self.stopped = 0, 0, None
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        self._epoch = epoch
 
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-        self._seen += 1
-        if self._seen != self._at or self._at >= self._iterations:
+        # Counted from Keras's batch index: one call per block of batches under
+        # ``compile(steps_per_execution=k)``, whose ends the checkpoint falls on.
+        steps = int((self.params or {}).get("steps") or 0)
+        previous, self._seen = self._seen, self._epoch * steps + batch + 1
+        if not previous < self._at <= self._seen or self._at >= self._iterations:
             return
         scores = [float(s) for s in self._scores()]
         if goes_on(scores, self.scales, self.reference, self.factor):

@@ -247,5 +247,10 @@ class RunSimulator:
         return self._call([x.astype("float32"), *states], sim)
 
     def _call(self, inputs: Any, model: keras.Model | None = None) -> np.ndarray:
-        out = (model or self.run.model)(inputs, training=False)
+        model = model or self.run.model
+        if keras.backend.backend() == "jax":
+            # A direct call on JAX traces and compiles the recurrence's scan on every call;
+            # Keras's predict step is compiled once per model and input shape.
+            return np.asarray(model.predict_on_batch(inputs), dtype=np.float64)
+        out = model(inputs, training=False)  # TensorFlow, PyTorch: no tracing per shape
         return keras.ops.convert_to_numpy(out).astype(np.float64)

@@ -77,7 +77,7 @@ from keras_mgu.sysid.models.loop_cell import regressor_bounds
 from keras_mgu.sysid.models.narx import build_narx
 from keras_mgu.sysid.models.output_error import build_output_error
 from keras_mgu.sysid.training.run import RunResult
-from keras_mgu.sysid.training.trainer import fit_windows
+from keras_mgu.sysid.training.trainer import execution_block, fit_windows
 from keras_mgu.sysid.training.windows import measured_windows
 
 __all__ = [
@@ -298,7 +298,7 @@ def train_lag_model(
         seconds += fit_windows(
             model, windows, optimizer, stopper, decay, steps_per_epoch=steps,
             batch_size=len(windows[1]) // steps, verbose=verbose,
-            callbacks=(*callbacks, *extra),
+            callbacks=(*callbacks, *extra), steps_per_execution=execution_block(every, steps),
         )  # fmt: skip
         phases.append((done, stopper))
         done += steps

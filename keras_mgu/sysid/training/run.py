@@ -35,7 +35,7 @@ from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.judging.noise_model import NoiseModel
 from keras_mgu.sysid.models.network import build_simulator
 from keras_mgu.sysid.models.signals import SignalPath
-from keras_mgu.sysid.training.trainer import fit_windows
+from keras_mgu.sysid.training.trainer import execution_block, fit_windows
 from keras_mgu.sysid.training.windows import TrainingWindows
 
 __all__ = [
@@ -316,6 +316,7 @@ def train_simulator(
     seconds = fit_windows(
         model, training_windows(estimation, config, seed), run_optimizer(config), stopper, decay,
         epochs=epochs, budget=budget, callbacks=callbacks, verbose=verbose,
+        steps_per_execution=execution_block(config.validation_interval(), config.steps_per_epoch),
     )  # fmt: skip
     return RunResult(
         model, seed, float(stopper.best_score), int(stopper.best_iteration or 0), seconds,

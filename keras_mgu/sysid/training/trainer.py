@@ -11,10 +11,21 @@ validation reads ``val_rmse``) and fits it under
 decays) and :class:`~keras_mgu.callbacks.WeightedEarlyStopping` (the
 validation checks, and the best weights kept; for several runs trained at
 once, :mod:`~keras_mgu.sysid.training.population`, one per run).
+
+Keras runs ``k`` training steps per call of its train function and calls
+the callbacks once after them (``compile(steps_per_execution=k)``): on
+TensorFlow the ``k`` steps run in one graph call, on every backend the
+callbacks no longer read the logs (a wait for the device) after each step.
+:func:`execution_block` chooses ``k`` so that every validation check and
+epoch start falls on a block's end: the same steps in the same order, the
+same checks, so the same model as one step per call (a decay set per
+iteration moves to the first block start past its boundary). Keras's
+PyTorch trainer runs one step per call.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -23,7 +34,29 @@ import keras
 
 from keras_mgu.callbacks import LearningRateDecayPoints
 
-__all__ = ["fit_windows"]
+__all__ = ["MAX_BLOCK", "execution_block", "fit_windows"]
+
+#: The most training steps of one Keras execution (the progress line and a time
+#: budget see the run once per block).
+MAX_BLOCK = 50
+
+
+def execution_block(*marks: int, cap: int = MAX_BLOCK) -> int:
+    """Training steps per execution on which every one of ``marks`` falls: the largest
+    divisor of their greatest common divisor that is at most ``cap``.
+
+    ``marks``: iteration counts every block end must be able to meet (the
+    validation interval, the epoch's steps); a mark below 1 is ignored.
+
+    >>> execution_block(20, 100)
+    20
+    >>> execution_block(5000, 5000)
+    50
+    """
+    if cap < 1:
+        raise ValueError(f"`cap` must be >= 1; received {cap}.")
+    common = math.gcd(*(int(m) for m in marks if int(m) >= 1)) or 1
+    return max(d for d in range(1, min(common, cap) + 1) if common % d == 0)
 
 
 def fit_windows(
@@ -41,6 +74,7 @@ def fit_windows(
     budget: keras.callbacks.Callback | None = None,
     callbacks: Sequence[keras.callbacks.Callback] = (),
     verbose: int | str = 0,
+    steps_per_execution: int = 1,
 ) -> float:
     """Fit ``model`` on ``windows``; returns the seconds ``fit`` took.
 
@@ -62,10 +96,16 @@ def fit_windows(
         budget: A :class:`~keras_mgu.callbacks.TimeBudget`, or None.
         callbacks: Further Keras callbacks.
         verbose: ``fit``'s verbosity.
+        steps_per_execution: Training steps per call of Keras's train
+            function (:func:`execution_block` of the run's checks and epochs).
     """
     if metrics is None:
         metrics = [keras.metrics.RootMeanSquaredError(name="rmse")]
-    model.compile(optimizer, loss, weighted_metrics=list(metrics))
+    if keras.backend.backend() == "torch":
+        steps_per_execution = 1  # Keras's PyTorch trainer runs one step per call
+    model.compile(
+        optimizer, loss, weighted_metrics=list(metrics), steps_per_execution=steps_per_execution
+    )
     x, y = (windows, None) if isinstance(windows, keras.utils.PyDataset) else windows
     scheduled = [c for c in (decay, budget) if c is not None]
     start = time.perf_counter()
