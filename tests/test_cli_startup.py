@@ -302,3 +302,41 @@ def test_tune_with_a_broken_keras_tuner_is_one_line_naming_the_problem_and_the_e
         'pip install "keras-mgu[tune]"'
     )
     assert "Traceback" not in err
+
+
+JAX_CACHE_SETTINGS = (
+    "jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
+    "jax_persistent_cache_min_entry_size_bytes", "jax_compilation_cache_max_size",
+)  # fmt: skip
+
+
+def test_on_jax_the_command_line_keeps_compiled_programs_beside_the_native_libraries(
+    monkeypatch, tmp_path
+):
+    import keras
+
+    if keras.backend.backend() != "jax":
+        pytest.skip("JAX's compilation cache: runs where Keras runs on JAX")
+    import jax
+
+    saved = {name: getattr(jax.config, name) for name in JAX_CACHE_SETTINGS}
+    monkeypatch.setenv("KERAS_MGU_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    try:
+        jax.config.update("jax_compilation_cache_dir", None)
+        assert backends.use_compilation_cache() == str(tmp_path / "jax")
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "jax")
+        assert jax.config.jax_persistent_cache_min_compile_time_secs == 0
+        assert jax.config.jax_persistent_cache_min_entry_size_bytes == 0
+        assert jax.config.jax_compilation_cache_max_size == backends.JAX_CACHE_BYTES
+        # A folder the user gave JAX, in its configuration or its environment, is kept.
+        jax.config.update("jax_compilation_cache_dir", str(tmp_path / "own"))
+        assert backends.use_compilation_cache() is None
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "own")
+        jax.config.update("jax_compilation_cache_dir", None)
+        monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "env"))
+        assert backends.use_compilation_cache() is None
+        assert jax.config.jax_compilation_cache_dir is None
+    finally:
+        for name, value in saved.items():
+            jax.config.update(name, value)

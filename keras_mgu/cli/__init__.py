@@ -246,6 +246,7 @@ def _prepare_backend(args: argparse.Namespace, argv: Sequence[str]) -> int | Non
             traceback.print_exception(err.__cause__, file=sys.stderr)
         hint = "; --verbose shows the whole error" if "verbose" in args and not verbose else ""
         return _fail(args, f"{err}{hint}")
+    backends.use_compilation_cache()
     return None
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "prepare_environment",
     "quiet_backend_logs",
     "use_backend",
+    "use_compilation_cache",
 ]
 
 #: ``--backend`` choices: the module each needs and how to install it.
@@ -51,6 +52,9 @@ QUIET_LOGGERS = ("jax._src.xla_bridge", "tensorflow")
 #: recurrent step from fighting other busy processes for the cores (see
 #: ``benchmarks/omp_wait_policy.py``).
 TORCH_ENVIRONMENT = {"OMP_WAIT_POLICY": "PASSIVE"}
+#: The most disk JAX's compiled programs may take in the command line's cache (bytes); the
+#: least recently used go first. A quick-start run writes about 1.5 MB.
+JAX_CACHE_BYTES = 256 * 2**20
 #: Longest error text kept in a :class:`BackendImportError` message.
 _MAX_REASON = 300
 
@@ -112,6 +116,36 @@ def prepare_environment(backend: str) -> None:
     if backend == "torch":
         for name, value in TORCH_ENVIRONMENT.items():
             os.environ.setdefault(name, value)
+
+
+def use_compilation_cache() -> str | None:
+    """Where Keras runs on JAX, keep JAX's compiled programs on disk; the folder, or None.
+
+    Every compiled program (a run's training step, its scoring simulations)
+    is kept in ``jax`` inside the native libraries' folder
+    (:func:`~keras_mgu.native.build.cache_dir`, ``$KERAS_MGU_CACHE_DIR``), at
+    most :data:`JAX_CACHE_BYTES`. Runs of one structure compile the same
+    programs (their weights are arguments), so a later run, in this process
+    or the next, loads them instead of compiling them again: the same
+    executable, the same numbers. A cache folder the user gave JAX
+    (``JAX_COMPILATION_CACHE_DIR``, or ``jax.config``) is left as it is.
+    """
+    import keras
+
+    if keras.backend.backend() != "jax" or os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return None
+    import jax
+
+    from keras_mgu.native.build import cache_dir
+
+    if jax.config.jax_compilation_cache_dir:
+        return None
+    folder = str(cache_dir() / "jax")
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    jax.config.update("jax_compilation_cache_max_size", JAX_CACHE_BYTES)
+    return folder
 
 
 def quiet_backend_logs() -> None:
