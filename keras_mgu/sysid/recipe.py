@@ -74,7 +74,9 @@ def identify(
             terminal also one line that follows each run's iterations as it
             trains) and the class table; ``2``: also Keras's own progress
             lines (``fit(verbose=2)``).
-        callbacks: Passed to every network run's ``fit``.
+        callbacks: Passed to every network run's ``fit``, which calls their
+            batch hooks once per block of steps
+            (:func:`~keras_mgu.sysid.training.trainer.execution_block`).
         population: Train runs that share their optimiser settings at once, as
             one population (the same numbers as one by one, in less time;
             first runs that race stop together, where every one is behind,
