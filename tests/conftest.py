@@ -37,6 +37,23 @@ import pytest
 INDEPENDENT_SUITE_BACKEND = "jax"
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker more than the cores this process may use.
+
+    A worker spends part of its time off the CPU (compiling a backend's
+    program single-threaded, waiting for a subprocess on another backend or
+    for pip), and the extra worker fills it: on the project's 2-core machine
+    the TensorFlow suite's recipe, judging, file and export tests took 221 s
+    with 3 workers, 223 s with 4 and 253 s with 2. ``PYTEST_XDIST_AUTO_NUM_WORKERS``
+    still wins.
+    """
+    configured = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if configured:
+        return int(configured)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (cores or 1) + 1
+
+
 def pytest_report_header(config):
     return f"keras {keras.__version__}, backend {keras.backend.backend()}"
 
