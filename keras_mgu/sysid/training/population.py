@@ -45,7 +45,7 @@ from keras_mgu.datasets import Record
 from keras_mgu.sysid.config import RecipeConfig
 from keras_mgu.sysid.training import run
 from keras_mgu.sysid.training.grouped import GroupedSimulators, grouped_unsupported_reason
-from keras_mgu.sysid.training.trainer import execution_block, fit_windows
+from keras_mgu.sysid.training.trainer import fit_windows
 
 __all__ = [
     "SHARED_SETTINGS", "PlannedRun", "groupable", "population_groups", "stack_inputs",
@@ -298,9 +298,7 @@ def train_population(
             setup.model, batches, run.run_optimizer(config), stopper, decay, loss=setup.loss,
             metrics=setup.metrics, epochs=epochs, budget=budget, callbacks=callbacks,
             verbose=verbose,
-            steps_per_execution=execution_block(
-                config.validation_interval(), config.steps_per_epoch
-            ),
+            steps_per_execution=run.run_block(config),
         )  # fmt: skip
         if setup.finish is not None:
             setup.finish()

@@ -43,6 +43,7 @@ __all__ = [
     "RunResult",
     "build_run_model",
     "deferred_source",
+    "run_block",
     "run_optimizer",
     "run_schedule",
     "shortest",
@@ -274,6 +275,12 @@ def run_schedule(
     return decay, budget, max(1, -(-config.iterations // config.steps_per_epoch))
 
 
+def run_block(config: RecipeConfig) -> int:
+    """Training steps per Keras execution for a network run (or population) of ``config``:
+    every validation check and epoch start on a block's end (:func:`execution_block`)."""
+    return execution_block(config.validation_interval(), config.steps_per_epoch)
+
+
 def train_simulator(
     estimation: Record,
     validation: Record,
@@ -316,7 +323,7 @@ def train_simulator(
     seconds = fit_windows(
         model, training_windows(estimation, config, seed), run_optimizer(config), stopper, decay,
         epochs=epochs, budget=budget, callbacks=callbacks, verbose=verbose,
-        steps_per_execution=execution_block(config.validation_interval(), config.steps_per_epoch),
+        steps_per_execution=run_block(config),
     )  # fmt: skip
     return RunResult(
         model, seed, float(stopper.best_score), int(stopper.best_iteration or 0), seconds,
